@@ -1,0 +1,49 @@
+# The two commands of the README: `make demo` and `make test` (plus `make bench`).
+# Each installs what is missing, builds, fetches the model when it needs it, and runs.
+
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build build-asan model test test-release test-asan demo bench clean
+
+all: build
+
+deps:
+	@deploy/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Sanitizer build: debug info, -O1, ASan+UBSan; CUDA is compile-checked by the release build.
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+	  -DTPSERVE_SANITIZE=ON -DTPSERVE_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+model: $(MODEL)
+
+$(MODEL):
+	scripts/fetch-model.sh
+
+test-release: build model
+	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+test-asan: build-asan model
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure --timeout 1800
+
+test: test-release test-asan
+
+demo: build model
+	deploy/demo.sh
+
+bench: build model
+	bench/run-all.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,72 @@
+// StepPlan and StepResult: the plain data the coordinator sends a worker group for one engine
+// step, and what comes back. Workers keep no request state between steps beyond the KV cache
+// contents the block tables point at. Serialised with Cap'n Proto (comm/schema/worker.capnp).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace tpserve {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+  int32_t num_logprobs = 0;                           // top-n logprobs to return (0: none)
+
+  bool is_greedy() const { return temperature <= 0.0f; }
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
+};
+
+// One sequence's share of a step: a prefill chunk (several tokens) or a decode (one token).
+struct SequencePlan {
+  uint64_t seq_id = 0;               // unique per sequence (request id × sample index)
+  int32_t num_cached = 0;            // tokens already in the KV cache = position of token_ids[0]
+  std::vector<int32_t> token_ids;    // [n] new tokens whose K/V this step computes and stores
+  std::vector<int32_t> block_table;  // physical KV block ids covering positions [0, num_cached + n)
+  bool needs_token = false;          // sample (or return logits) after the last of token_ids
+  SamplingParams sampling;
+  // Counter of the generator: the index of the token being sampled within its sequence's output,
+  // so the draw depends on (seed, seq_id, sample_index) alone, never on the batch.
+  uint32_t sample_index = 0;
+  // Tokens the penalties look at (prompt + generated so far). Empty unless has_penalties().
+  std::vector<int32_t> penalty_tokens;
+};
+
+struct StepPlan {
+  uint64_t step_id = 0;
+  std::vector<SequencePlan> sequences;
+  std::vector<std::pair<int32_t, int32_t>> block_copies;  // (src, dst) copy-on-write, run first
+  bool return_logits = false;                             // tests: full logits for rows needing a token
+};
+
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+};
+
+struct SequenceResult {
+  uint64_t seq_id = 0;
+  int32_t token_id = -1;
+  float logprob = 0.0f;                   // of the sampled token under the unmodified distribution
+  std::vector<TokenLogprob> top_logprobs;  // [num_logprobs]
+  std::vector<float> logits;              // [V], only when StepPlan::return_logits
+};
+
+struct StepResult {
+  uint64_t step_id = 0;
+  std::vector<SequenceResult> sequences;  // one per SequencePlan with needs_token, in plan order
+  double compute_ms = 0;
+  double allreduce_ms = 0;
+};
+
+}  // namespace tpserve

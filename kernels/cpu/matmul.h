@@ -1,0 +1,19 @@
+// Matrix multiply of activations by a weight matrix kept in its stored type (F32, F16, BF16,
+// Q8_0, Q4_0, Q4_1): prefill's matrix-matrix shape and decode's matrix-vector shape.
+#pragma once
+
+#include <cstdint>
+
+#include "common/thread_pool.h"
+#include "kernels/cpu/weight_matrix.h"
+
+namespace tpserve {
+
+// y[T, w.rows] = x[T, w.cols] · wᵀ.
+// Batch invariant: the summation order of every y[t, r] depends only on w.cols, never on T,
+// the thread count or the other rows of x, so a token's result is bitwise the same in any batch.
+// Quantised weights are never expanded in memory: activations are quantised to Q8 blocks per
+// token and dotted with integer arithmetic (Q8_0/Q4_0/Q4_1), as ggml does.
+void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool);
+
+}  // namespace tpserve

@@ -1,0 +1,40 @@
+// Attention over a block-paged KV cache for one flattened batch that mixes prefill chunks and
+// decode tokens of different sequences, with grouped-query attention.
+#pragma once
+
+#include <cstdint>
+
+#include "common/thread_pool.h"
+
+namespace tpserve {
+
+// The cache of one layer on one rank: [num_blocks, block_size, Hkv, D] for K and the same for V.
+struct PagedAttentionArgs {
+  const float* q = nullptr;             // [T, H, D], RoPE applied
+  const float* k_cache = nullptr;       // [num_blocks, block_size, Hkv, D]
+  const float* v_cache = nullptr;       // [num_blocks, block_size, Hkv, D]
+  const int32_t* token_seq = nullptr;   // [T] the token's sequence index s in [0, S)
+  const int32_t* positions = nullptr;   // [T] absolute position p: attends keys at 0..p (causal)
+  const int32_t* block_tables = nullptr;  // [S, max_blocks_per_seq] physical block ids
+  const int32_t* kv_head_of_q = nullptr;  // [H] local KV head read by each local query head
+  int64_t max_blocks_per_seq = 0;
+  int64_t num_tokens = 0;    // T
+  int64_t num_heads = 0;     // H
+  int64_t num_kv_heads = 0;  // Hkv
+  int64_t head_dim = 0;      // D
+  int64_t block_size = 0;
+  float scale = 1.0f;        // usually 1/sqrt(D)
+  float* out = nullptr;      // [T, H, D]
+};
+
+// REQUIRES: the K/V of every position 0..positions[t] of token t's sequence are in the cache
+// (WriteKvCache for this step's tokens runs first). Each (token, head) is reduced in the same
+// order whatever the batch, so results are batch invariant.
+void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool);
+
+// Stores this step's keys and values: slot s = block * block_size + offset.
+// k, v: [T, Hkv, D], slot_mapping: [T], caches: [num_blocks * block_size, Hkv, D]
+void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, int64_t num_tokens,
+                  int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache);
+
+}  // namespace tpserve
