@@ -1,0 +1,118 @@
+// BlockManager: the coordinator's view of one worker group's paged KV cache. It hands out
+// physical block ids (the worker's KV pool indexes them) to sequences, reference-counts blocks
+// shared between sequences (prefix caching, n > 1 samples), and keeps freed full blocks cached
+// by content so a later prompt with the same prefix skips recomputing them.
+//
+// Every resource change is a check/commit pair: CanAllocate then Allocate, CanAppend then Append.
+// A commit whose check failed is a programmer error (CHECK). Not thread-safe (the Scheduler owns it).
+//
+// Block states: used (ref > 0), cached (ref 0, holds the K/V of a hashed full block, evictable),
+// free (ref 0, no content). used + cached + free == num_blocks always.
+//
+// Prefix caching: a full block's hash = Hash(parent block's hash, its block_size token ids); the
+// stored token ids and parent hash are compared on a hit, so a 64-bit collision never serves
+// wrong K/V. Only blocks whose K/V have been computed (MarkComputed, after the step ran) are
+// offered to other sequences. When free blocks run out, cached blocks are evicted least recently
+// released first.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "coordinator/prefix_cache.h"
+#include "coordinator/sequence.h"
+
+namespace tpserve {
+
+struct BlockStats {
+  int32_t num_blocks = 0;
+  int32_t num_used = 0;    // ref > 0
+  int32_t num_cached = 0;  // ref 0, content kept for prefix hits (evictable)
+  int32_t num_free = 0;    // ref 0, no content
+  int64_t prefix_query_tokens = 0;  // tokens of sequences looked up at Allocate
+  int64_t prefix_hit_tokens = 0;    // of those, served from the cache
+  int64_t num_evictions = 0;
+  int64_t num_copies = 0;           // copy-on-write copies made
+  double prefix_hit_rate() const {
+    return prefix_query_tokens == 0 ? 0.0 : double(prefix_hit_tokens) / double(prefix_query_tokens);
+  }
+  // Allocated slots not holding a (scheduled) token / allocated slots, over used blocks.
+  double kv_waste = 0;
+};
+
+class BlockManager {
+ public:
+  // REQUIRES: num_blocks > 0, block_size > 0.
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  // Blocks an allocation can take now: free + cached (evictable).
+  int32_t num_available() const;
+  BlockStats Stats() const;
+
+  // --- First allocation of a sequence that holds no blocks (new or preempted). ---
+  // Tokens of seq's prompt ++ output that the cache holds as leading full blocks, capped so at
+  // least the last token is recomputed (its logits are needed). Pure lookup. 0 when caching is off.
+  int32_t NumCachedPrefixTokens(const Sequence& seq) const;
+  // Whether Allocate(seq, num_new_tokens) can succeed now.
+  // REQUIRES: seq.block_table empty, num_new_tokens >= 0,
+  //           NumCachedPrefixTokens(seq) + num_new_tokens <= seq.num_tokens().
+  bool CanAllocate(const Sequence& seq, int32_t num_new_tokens) const;
+  // Takes the cached prefix blocks (ref++), sets seq.num_computed to NumCachedPrefixTokens(seq),
+  // and adds fresh blocks so positions [0, num_computed + num_new_tokens) have slots.
+  // Counts the lookup in the hit-rate stats. REQUIRES: CanAllocate(seq, num_new_tokens).
+  void Allocate(Sequence& seq, int32_t num_new_tokens);
+
+  // --- Growth of a sequence that holds blocks (next prefill chunk, or a decode token). ---
+  // Whether positions [0, seq.num_computed + num_new_tokens) can get slots, counting a
+  // copy-on-write of a shared partially filled block that the new tokens would write into.
+  bool CanAppend(const Sequence& seq, int32_t num_new_tokens) const;
+  // Makes it so. A shared (ref > 1) partial block about to be written is replaced in seq's table
+  // by a private copy; the (src, dst) pair is queued for TakeBlockCopies.
+  // REQUIRES: CanAppend(seq, num_new_tokens).
+  void Append(Sequence& seq, int32_t num_new_tokens);
+
+  // After a step computed seq's tokens (seq.num_computed advanced): records the content hashes of
+  // its newly completed full blocks so other sequences can hit them.
+  void MarkComputed(Sequence& seq);
+
+  // child shares every block of parent (ref++) and its num_computed. REQUIRES: child holds none.
+  void Fork(const Sequence& parent, Sequence& child);
+
+  // Releases seq's blocks (ref--), clears its table and num_computed. Blocks reaching ref 0 become
+  // cached (hashed full blocks) or free. Tail blocks are released first, so they are evicted first.
+  void Free(Sequence& seq);
+
+  // The copy-on-write pairs made since the last call; they go into StepPlan::block_copies.
+  std::vector<std::pair<int32_t, int32_t>> TakeBlockCopies();
+
+  // Forgets all cached content (e.g. the worker group's KV memory was lost).
+  // REQUIRES: no block is used.
+  void ResetPrefixCache();
+
+  int32_t ref_count(int32_t block) const;
+
+ private:
+  // Blocks needed to give slots to positions [0, num_positions) on top of `num_held` blocks.
+  int32_t BlocksFor(int32_t num_positions, int32_t num_held) const;
+  // Takes a free block, or evicts the least recently released cached one. REQUIRES: available.
+  int32_t TakeBlock();
+  void Release(int32_t block);
+  void NoteFilled(const Sequence& seq, int32_t num_positions);
+
+  const int32_t num_blocks_;
+  const int32_t block_size_;
+  const bool enable_prefix_caching_;
+  std::vector<int32_t> ref_count_;     // [num_blocks]
+  std::vector<int32_t> num_filled_;    // [num_blocks] slots of the block that hold a scheduled token
+  std::vector<int32_t> free_blocks_;   // ref 0 without content, taken from the back
+  PrefixCache cache_;                  // hashed full blocks; LRU of the unreferenced ones
+  std::vector<std::pair<int32_t, int32_t>> pending_copies_;
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t num_copies_ = 0;
+};
+
+}  // namespace tpserve

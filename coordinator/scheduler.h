@@ -1,0 +1,166 @@
+// Scheduler: iteration-level (continuous batching) scheduling for one worker group.
+//
+// The engine loop reads as
+//   StepPlan plan = scheduler.Schedule();
+//   if (plan.sequences.empty()) wait for work;
+//   StepResult result = group.Execute(plan);
+//   ASSIGN_OR_RETURN(events, scheduler.Postprocess(plan, result));  stream events
+//
+// Schedule() builds one step under the token budget:
+//   1. running sequences with one token left to compute (decodes), one token each, in
+//      (priority,) arrival order; when KV blocks run out, the lowest-priority / latest-arrived
+//      running sequence not yet scheduled this step is preempted by recompute (blocks freed, back
+//      to waiting with its output kept; it later re-prefills prompt ++ output and continues with
+//      the very same tokens, since sampling depends on (seed, seq_id, sample_index) only);
+//   2. running sequences part-way through their prefill, next chunk each;
+//   3. waiting sequences in FCFS (or priority) order, chunked to what is left of the budget,
+//      while blocks and max_num_seqs allow (none when step 1-2 had to preempt).
+// n > 1 samples of a request: sample 0 prefills the prompt up to its last token, then the other
+// samples fork from it (sharing every block) and each computes the last prompt token itself;
+// the shared partial block is copied on write (StepPlan::block_copies).
+//
+// Exactly one plan may be in flight: after Schedule(), call Postprocess() with its result (or
+// DiscardInFlight()) before the next Schedule(). Everything is deterministic given the same calls.
+// Not thread-safe: the engine loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "comm/step_plan.h"
+#include "common/status.h"
+#include "coordinator/block_manager.h"
+#include "coordinator/scheduler_config.h"
+#include "coordinator/sequence.h"
+
+namespace tpserve {
+
+// One request as the server hands it over, already tokenized and validated for content.
+struct ScheduleRequest {
+  uint64_t request_id = 0;          // unique among live requests; <= kMaxRequestId
+  std::vector<int32_t> prompt_ids;  // [P], P >= 1
+  SamplingParams sampling;
+  StoppingCriteria stopping;
+  int32_t num_samples = 1;          // n, 1..kMaxSamplesPerRequest; sample i gets SequenceIdOf(id, i)
+  int32_t priority = 0;             // smaller first, when SchedulerConfig::enable_priority
+  double arrival_time_s = -1;       // < 0: now (the Scheduler's clock)
+};
+
+// What happened to one sequence in a step, for the server to stream.
+struct SequenceEvent {
+  uint64_t seq_id = 0;
+  uint64_t request_id = 0;
+  int32_t sample_index = 0;
+  int32_t token_id = -1;  // the new token; -1 when none (finished on an error)
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;
+  bool is_finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  // Usage, filled when is_finished.
+  int32_t num_prompt_tokens = 0;
+  int32_t num_output_tokens = 0;
+  int32_t num_cached_prompt_tokens = 0;
+  double ttft_s = -1;
+  double tpot_s = -1;
+};
+
+struct SchedulerStats {
+  int32_t num_waiting = 0;
+  int32_t num_running = 0;
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_scheduled_tokens = 0;  // over all steps
+  int64_t num_prefill_tokens = 0;
+  int64_t num_decode_tokens = 0;
+  BlockStats blocks;
+};
+
+class Scheduler {
+ public:
+  // REQUIRES: config values positive (prefill_chunk >= 0), num_blocks > 0, block_size > 0.
+  Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Seconds, monotonic; used only for timing fields, never for decisions. Default: steady clock.
+  void SetClock(std::function<double()> clock);
+
+  // Queues a request's samples (sequences SequenceIdOf(request_id, 0..n-1)).
+  // Errors: INVALID_ARGUMENT (empty prompt, max_tokens <= 0, n out of range, request id too big
+  // or already live); OUT_OF_RANGE (prompt + max_tokens > max_model_len, or more blocks than the
+  // cache holds, or a prompt over the budget with chunked prefill off); RESOURCE_EXHAUSTED
+  // "overloaded" when the waiting queue cannot take n more sequences. Nothing is queued on error.
+  Status Add(ScheduleRequest request);
+
+  // Builds the next step (see the file comment). An empty plan means nothing can run now.
+  // REQUIRES: no plan in flight.
+  StepPlan Schedule();
+
+  // Applies the result of the plan returned by the last Schedule(): advances num_computed, appends
+  // sampled tokens, finishes sequences (EOS unless ignore_eos, stop token, max_tokens,
+  // max_model_len) and frees their blocks. Returns one event per sampled token, in plan order
+  // (sequences aborted since Schedule() are skipped). A result that does not match the plan
+  // (step id, sequence ids or count) is INVALID_ARGUMENT and changes nothing; the plan stays in
+  // flight so the caller can DiscardInFlight(). REQUIRES: a plan in flight.
+  StatusOr<std::vector<SequenceEvent>> Postprocess(const StepPlan& plan, const StepResult& result);
+
+  // Forgets the in-flight plan (its step never ran, e.g. the group was lost): every sequence in it
+  // is preempted (recompute). No-op when none is in flight.
+  void DiscardInFlight();
+  // The worker group's KV memory is gone: discards the in-flight plan, preempts every running
+  // sequence and clears the prefix cache. Waiting sequences keep their order.
+  void ResetKvCache();
+
+  // Finishes one sequence now with `reason` (cancel, a stop string the server matched) and frees
+  // its blocks. NOT_FOUND when it is not live.
+  Status Abort(uint64_t seq_id, FinishReason reason = FinishReason::kCancelled);
+  // Finishes every live sample of a request. NOT_FOUND when none is live.
+  Status AbortRequest(uint64_t request_id, FinishReason reason = FinishReason::kCancelled);
+
+  // The live sequence, or nullptr (finished sequences are dropped after their final event).
+  const Sequence* FindSequence(uint64_t seq_id) const;
+  int32_t num_waiting() const;  // including samples waiting for their fork
+  int32_t num_running() const;
+  bool has_unfinished() const { return !live_.empty(); }
+  bool has_plan_in_flight() const { return in_flight_; }
+  SchedulerStats Stats() const;
+  const SchedulerConfig& config() const { return config_; }
+  const BlockManager& block_manager() const { return block_manager_; }
+
+ private:
+  bool Before(const Sequence& a, const Sequence& b) const;
+  void InsertOrdered(std::vector<Sequence*>& queue, Sequence* seq) const;
+  void Preempt(Sequence* seq);
+  void Finish(Sequence* seq, FinishReason reason);
+  void ForkChildren(Sequence* leader);
+  int32_t PrefillTarget(const Sequence& seq) const;
+  int32_t ChunkLimit(int32_t budget) const;
+  SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens) const;
+  bool StopsAfter(const Sequence& seq, int32_t token) const;
+  SequenceEvent FinishEvent(const Sequence& seq) const;
+  double Now() const;
+
+  const SchedulerConfig config_;
+  BlockManager block_manager_;
+  std::function<double()> clock_;
+  std::map<uint64_t, std::unique_ptr<Sequence>> live_;  // by seq_id
+  std::vector<Sequence*> waiting_;  // ordered by Before()
+  std::vector<Sequence*> running_;  // ordered by Before()
+  // Samples 1..n-1 of a request whose sample 0 has not reached the fork point yet, by leader id.
+  std::map<uint64_t, std::vector<Sequence*>> pending_forks_;
+  uint64_t next_arrival_ = 0;
+  uint64_t next_step_id_ = 1;
+  bool in_flight_ = false;
+  uint64_t in_flight_step_id_ = 0;
+  int64_t num_steps_ = 0;
+  int64_t num_preemptions_ = 0;
+  int64_t num_scheduled_tokens_ = 0;
+  int64_t num_prefill_tokens_ = 0;
+  int64_t num_decode_tokens_ = 0;
+};
+
+}  // namespace tpserve

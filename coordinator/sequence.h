@@ -1,0 +1,97 @@
+// Sequence: the coordinator's state of one sample of one request (n > 1 samples of a request are
+// separate sequences sharing the prompt's KV blocks). Plain data owned by the Scheduler; the
+// Scheduler and BlockManager are the only writers, everyone else reads through
+// Scheduler::FindSequence or the events of Scheduler::Postprocess.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/step_plan.h"
+
+namespace tpserve {
+
+enum class SequenceStatus {
+  kWaiting,   // queued, holds no KV blocks (new, or preempted: it re-prefills prompt + output)
+  kRunning,   // holds KV blocks; prefilling (possibly over several chunks) or decoding
+  kFinished,  // done; blocks freed
+};
+
+enum class FinishReason {
+  kNone = 0,   // not finished
+  kStop,       // EOS or a stop token (or a stop string, reported by the server through Abort)
+  kLength,     // max_tokens or max_model_len reached
+  kCancelled,  // client cancel or vanished client
+  kError,      // a worker returned no usable token for it
+};
+
+const char* SequenceStatusName(SequenceStatus status);
+const char* FinishReasonName(FinishReason reason);  // "stop", "length", "cancelled", "error"
+
+// When a sequence stops, besides cancellation.
+struct StoppingCriteria {
+  int32_t max_tokens = 16;              // > 0: output tokens at most
+  std::vector<int32_t> stop_token_ids;  // finish (reason kStop) right after sampling one of these
+  bool ignore_eos = false;
+  int32_t eos_token_id = -1;            // -1: the model has none
+};
+
+// The sequence ids of one request: seq_id = request_id * kMaxSamplesPerRequest + sample_index,
+// so a request's sequence ids depend on its request id alone (never on what else is queued).
+constexpr int32_t kMaxSamplesPerRequest = 256;
+constexpr uint64_t kMaxRequestId = (uint64_t{1} << 55) - 1;
+inline uint64_t SequenceIdOf(uint64_t request_id, int32_t sample_index) {
+  return request_id * kMaxSamplesPerRequest + static_cast<uint64_t>(sample_index);
+}
+
+struct Sequence {
+  // Identity and request settings (fixed at Add).
+  uint64_t seq_id = 0;
+  uint64_t request_id = 0;
+  int32_t sample_index = 0;  // which of the request's n samples
+  std::vector<int32_t> prompt_ids;  // [P]
+  SamplingParams sampling;
+  StoppingCriteria stopping;
+  int32_t priority = 0;        // smaller runs first when SchedulerConfig::enable_priority
+  uint64_t arrival_order = 0;  // assigned by Scheduler::Add; FCFS tie-break, same for all samples
+
+  // Progress.
+  std::vector<int32_t> output_ids;  // [O] sampled so far (kept across preemption)
+  std::vector<float> output_logprobs;  // [O]
+  SequenceStatus status = SequenceStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+  // Tokens (of prompt ++ output) whose K/V are in the cache: positions [0, num_computed).
+  int32_t num_computed = 0;
+  // Prompt tokens served from the prefix cache at the first allocation (for usage reporting).
+  int32_t num_cached_prompt_tokens = 0;
+  int32_t num_preemptions = 0;
+
+  // KV memory (written by BlockManager): logical block i -> physical block id.
+  std::vector<int32_t> block_table;  // [ceil(allocated positions / block_size)]
+  // Chained content hashes of the leading full blocks whose K/V are computed.
+  std::vector<uint64_t> block_hashes;  // [<= num_computed / block_size]
+
+  // Timing, in seconds of the Scheduler's clock. first/last token are < 0 until a token exists.
+  double arrival_time_s = 0;
+  double first_token_time_s = -1;
+  double last_token_time_s = -1;
+  double finish_time_s = -1;
+
+  int32_t num_prompt_tokens() const { return static_cast<int32_t>(prompt_ids.size()); }
+  int32_t num_output_tokens() const { return static_cast<int32_t>(output_ids.size()); }
+  int32_t num_tokens() const { return num_prompt_tokens() + num_output_tokens(); }
+  // Token at position `pos` of prompt ++ output. REQUIRES: 0 <= pos < num_tokens().
+  int32_t token_at(int32_t pos) const;
+  // prompt ++ output.
+  std::vector<int32_t> AllTokens() const;
+  // Tokens still to be computed before the next token can be sampled.
+  int32_t num_uncomputed() const { return num_tokens() - num_computed; }
+  bool is_finished() const { return status == SequenceStatus::kFinished; }
+
+  // Time to first token and mean time per output token after the first (seconds; -1 if unknown).
+  double ttft_s() const;
+  double tpot_s() const;
+};
+
+}  // namespace tpserve
