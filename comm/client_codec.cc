@@ -1,0 +1,452 @@
+#include "comm/client_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cstring>
+
+#include "comm/schema/client.capnp.h"
+
+namespace tpserve {
+namespace {
+
+static_assert(kClientProtocolVersion == wire::K_CLIENT_PROTOCOL_VERSION,
+              "client_codec.h and client.capnp disagree on the protocol version");
+
+std::string ToBytes(capnp::MessageBuilder& builder) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  kj::ArrayPtr<const kj::byte> bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+std::string ToString(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
+// ---- encoding -------------------------------------------------------------------------------
+
+void EncodeSampling(const SamplingParams& s, wire::SamplingParams::Builder out) {
+  out.setTemperature(s.temperature);
+  out.setTopK(s.top_k);
+  out.setTopP(s.top_p);
+  out.setMinP(s.min_p);
+  out.setRepetitionPenalty(s.repetition_penalty);
+  out.setPresencePenalty(s.presence_penalty);
+  out.setFrequencyPenalty(s.frequency_penalty);
+  out.setSeed(s.seed);
+  auto bias = out.initLogitBias(static_cast<unsigned>(s.logit_bias.size()));
+  for (size_t i = 0; i < s.logit_bias.size(); ++i) {
+    bias[i].setTokenId(s.logit_bias[i].first);
+    bias[i].setBias(s.logit_bias[i].second);
+  }
+}
+
+void EncodeGenerate(const GenerateRequest& g, wire::GenerateRequest::Builder out) {
+  switch (g.prompt_kind) {
+    case PromptKind::kText:
+      out.getPrompt().setText(g.prompt_text);
+      break;
+    case PromptKind::kTokenIds: {
+      auto ids = out.getPrompt().initTokenIds(static_cast<unsigned>(g.prompt_ids.size()));
+      for (size_t i = 0; i < g.prompt_ids.size(); ++i) ids.set(i, g.prompt_ids[i]);
+      break;
+    }
+    case PromptKind::kChat: {
+      auto chat = out.getPrompt().initChat(static_cast<unsigned>(g.chat.size()));
+      for (size_t i = 0; i < g.chat.size(); ++i) {
+        chat[i].setRole(g.chat[i].role);
+        chat[i].setContent(g.chat[i].content);
+      }
+      break;
+    }
+  }
+  EncodeSampling(g.sampling, out.initSampling());
+  out.setMaxTokens(g.max_tokens);
+  auto stop = out.initStop(static_cast<unsigned>(g.stop.size()));
+  for (size_t i = 0; i < g.stop.size(); ++i) stop.set(i, g.stop[i]);
+  auto stop_ids = out.initStopTokenIds(static_cast<unsigned>(g.stop_token_ids.size()));
+  for (size_t i = 0; i < g.stop_token_ids.size(); ++i) stop_ids.set(i, g.stop_token_ids[i]);
+  out.setIgnoreEos(g.ignore_eos);
+  out.setStream(g.stream);
+  out.setNumLogprobs(static_cast<uint32_t>(g.sampling.num_logprobs));
+  out.setN(g.n);
+  out.setPriority(g.priority);
+}
+
+// ---- decoding (throws kj::Exception on malformed input; callers catch) ----------------------
+
+Status CheckSize(size_t size, size_t limit, const char* what) {
+  if (size > limit) {
+    return InvalidArgument(std::string(what) + ": " + std::to_string(size) + " exceeds the limit " +
+                           std::to_string(limit));
+  }
+  return OkStatus();
+}
+
+StatusOr<SamplingParams> DecodeSampling(wire::SamplingParams::Reader in) {
+  SamplingParams s;
+  s.temperature = in.getTemperature();
+  s.top_k = in.getTopK();
+  s.top_p = in.getTopP();
+  s.min_p = in.getMinP();
+  s.repetition_penalty = in.getRepetitionPenalty();
+  s.presence_penalty = in.getPresencePenalty();
+  s.frequency_penalty = in.getFrequencyPenalty();
+  s.seed = in.getSeed();
+  auto bias = in.getLogitBias();
+  RETURN_IF_ERROR(CheckSize(bias.size(), kMaxLogitBias, "logit_bias entries"));
+  for (auto b : bias) s.logit_bias.emplace_back(b.getTokenId(), b.getBias());
+  return s;
+}
+
+StatusOr<GenerateRequest> DecodeGenerate(wire::GenerateRequest::Reader in) {
+  GenerateRequest g;
+  auto prompt = in.getPrompt();
+  switch (prompt.which()) {
+    case wire::GenerateRequest::Prompt::TEXT:
+      g.prompt_kind = PromptKind::kText;
+      RETURN_IF_ERROR(CheckSize(prompt.getText().size(), kMaxTextBytes, "prompt text bytes"));
+      g.prompt_text = ToString(prompt.getText());
+      break;
+    case wire::GenerateRequest::Prompt::TOKEN_IDS: {
+      g.prompt_kind = PromptKind::kTokenIds;
+      auto ids = prompt.getTokenIds();
+      RETURN_IF_ERROR(CheckSize(ids.size(), kMaxPromptTokens, "prompt token ids"));
+      g.prompt_ids.reserve(ids.size());
+      for (int32_t id : ids) g.prompt_ids.push_back(id);
+      break;
+    }
+    case wire::GenerateRequest::Prompt::CHAT: {
+      g.prompt_kind = PromptKind::kChat;
+      auto chat = prompt.getChat();
+      RETURN_IF_ERROR(CheckSize(chat.size(), kMaxChatMessages, "chat messages"));
+      size_t total = 0;
+      for (auto m : chat) {
+        total += m.getContent().size() + m.getRole().size();
+        RETURN_IF_ERROR(CheckSize(total, kMaxTextBytes, "chat text bytes"));
+        g.chat.push_back({ToString(m.getRole()), ToString(m.getContent())});
+      }
+      break;
+    }
+    default:
+      return InvalidArgument("generate request with an unknown prompt kind");
+  }
+  ASSIGN_OR_RETURN(g.sampling, DecodeSampling(in.getSampling()));
+  g.max_tokens = in.getMaxTokens();
+  auto stop = in.getStop();
+  RETURN_IF_ERROR(CheckSize(stop.size(), kMaxStopStrings, "stop strings"));
+  for (auto s : stop) {
+    RETURN_IF_ERROR(CheckSize(s.size(), kMaxStopStringBytes, "stop string bytes"));
+    g.stop.push_back(ToString(s));
+  }
+  auto stop_ids = in.getStopTokenIds();
+  RETURN_IF_ERROR(CheckSize(stop_ids.size(), kMaxStopTokenIds, "stop token ids"));
+  for (int32_t id : stop_ids) g.stop_token_ids.push_back(id);
+  g.ignore_eos = in.getIgnoreEos();
+  g.stream = in.getStream();
+  // Clamp before the int conversion; request_validation rejects anything above 20.
+  g.sampling.num_logprobs = static_cast<int32_t>(std::min<uint32_t>(in.getNumLogprobs(), 1u << 20));
+  g.n = in.getN();
+  g.priority = in.getPriority();
+  return g;
+}
+
+// Copies the bytes into word-aligned memory (ZeroMQ frames need not be aligned) and opens them
+// with limits: the traversal limit is a small multiple of the message size, so a message whose
+// pointers alias the same data many times cannot make the reader do unbounded work.
+template <typename Fn>
+auto WithReader(const void* data, size_t size, Fn&& fn) -> decltype(fn(std::declval<capnp::MessageReader&>())) {
+  if (size == 0 || size % sizeof(capnp::word) != 0) {
+    return InvalidArgument("message of " + std::to_string(size) + " bytes is not a whole number of words");
+  }
+  RETURN_IF_ERROR(CheckSize(size, kMaxClientMessageBytes, "message bytes"));
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+  std::memcpy(words.begin(), data, size);
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = 4 * words.size() + 1024;
+  options.nestingLimit = kCapnpNestingLimit;
+  try {
+    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
+    return fn(reader);
+  } catch (const kj::Exception& e) {
+    return InvalidArgument(std::string("malformed message: ") + e.getDescription().cStr());
+  }
+}
+
+ErrorKind DecodeErrorKind(wire::ErrorKind kind) {
+  switch (kind) {
+    case wire::ErrorKind::INTERNAL: return ErrorKind::kInternal;
+    case wire::ErrorKind::INVALID_REQUEST: return ErrorKind::kInvalidRequest;
+    case wire::ErrorKind::PROMPT_TOO_LONG: return ErrorKind::kPromptTooLong;
+    case wire::ErrorKind::OVERLOADED: return ErrorKind::kOverloaded;
+    case wire::ErrorKind::CANCELLED: return ErrorKind::kCancelled;
+    case wire::ErrorKind::WORKER_LOST: return ErrorKind::kWorkerLost;
+    case wire::ErrorKind::UNAUTHENTICATED: return ErrorKind::kUnauthenticated;
+  }
+  return ErrorKind::kInternal;  // a newer peer's kind
+}
+
+wire::ErrorKind EncodeErrorKind(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInternal: return wire::ErrorKind::INTERNAL;
+    case ErrorKind::kInvalidRequest: return wire::ErrorKind::INVALID_REQUEST;
+    case ErrorKind::kPromptTooLong: return wire::ErrorKind::PROMPT_TOO_LONG;
+    case ErrorKind::kOverloaded: return wire::ErrorKind::OVERLOADED;
+    case ErrorKind::kCancelled: return wire::ErrorKind::CANCELLED;
+    case ErrorKind::kWorkerLost: return wire::ErrorKind::WORKER_LOST;
+    case ErrorKind::kUnauthenticated: return wire::ErrorKind::UNAUTHENTICATED;
+  }
+  return wire::ErrorKind::INTERNAL;
+}
+
+}  // namespace
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kInvalidRequest: return "invalid_request";
+    case ErrorKind::kPromptTooLong: return "prompt_too_long";
+    case ErrorKind::kOverloaded: return "overloaded";
+    case ErrorKind::kCancelled: return "cancelled";
+    case ErrorKind::kWorkerLost: return "worker_lost";
+    case ErrorKind::kUnauthenticated: return "unauthenticated";
+  }
+  return "unknown";
+}
+
+ErrorKind ErrorKindFromStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return ErrorKind::kInvalidRequest;
+    case StatusCode::kOutOfRange: return ErrorKind::kPromptTooLong;
+    case StatusCode::kResourceExhausted: return ErrorKind::kOverloaded;
+    case StatusCode::kCancelled: return ErrorKind::kCancelled;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded: return ErrorKind::kWorkerLost;
+    case StatusCode::kUnauthenticated: return ErrorKind::kUnauthenticated;
+    default: return ErrorKind::kInternal;
+  }
+}
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string EncodeClientMessage(const ClientMessage& m) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<wire::ClientMessage>();
+  root.setVersion(m.version);
+  root.setRequestId(m.request_id);
+  if (!m.api_key.empty()) root.setApiKey(m.api_key);
+  auto body = root.initBody();
+  switch (m.kind) {
+    case ClientMessageKind::kGenerate: EncodeGenerate(m.generate, body.initGenerate()); break;
+    case ClientMessageKind::kCancel: body.setCancel(); break;
+    case ClientMessageKind::kHealth: body.setHealth(); break;
+    case ClientMessageKind::kStats: body.setStats(); break;
+    case ClientMessageKind::kHeartbeat: body.setHeartbeat(); break;
+  }
+  return ToBytes(builder);
+}
+
+StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size) {
+  return WithReader(data, size, [](capnp::MessageReader& reader) -> StatusOr<ClientMessage> {
+    auto root = reader.getRoot<wire::ClientMessage>();
+    ClientMessage m;
+    m.version = root.getVersion();
+    m.request_id = root.getRequestId();
+    RETURN_IF_ERROR(CheckSize(root.getApiKey().size(), 1024, "api key bytes"));
+    m.api_key = ToString(root.getApiKey());
+    auto body = root.getBody();
+    switch (body.which()) {
+      case wire::ClientMessage::Body::GENERATE: {
+        m.kind = ClientMessageKind::kGenerate;
+        ASSIGN_OR_RETURN(m.generate, DecodeGenerate(body.getGenerate()));
+        break;
+      }
+      case wire::ClientMessage::Body::CANCEL: m.kind = ClientMessageKind::kCancel; break;
+      case wire::ClientMessage::Body::HEALTH: m.kind = ClientMessageKind::kHealth; break;
+      case wire::ClientMessage::Body::STATS: m.kind = ClientMessageKind::kStats; break;
+      case wire::ClientMessage::Body::HEARTBEAT: m.kind = ClientMessageKind::kHeartbeat; break;
+      default: return InvalidArgument("unknown client message kind");
+    }
+    return m;
+  });
+}
+
+std::string EncodeServerMessage(const ServerMessage& m) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<wire::ServerMessage>();
+  root.setVersion(m.version);
+  root.setRequestId(m.request_id);
+  auto body = root.initBody();
+  switch (m.kind) {
+    case ServerMessageKind::kChunk: {
+      auto c = body.initChunk();
+      c.setSampleIndex(m.chunk.sample_index);
+      auto ids = c.initTokenIds(static_cast<unsigned>(m.chunk.token_ids.size()));
+      for (size_t i = 0; i < m.chunk.token_ids.size(); ++i) ids.set(i, m.chunk.token_ids[i]);
+      c.setText(m.chunk.text);
+      auto lps = c.initLogprobs(static_cast<unsigned>(m.chunk.logprobs.size()));
+      for (size_t i = 0; i < m.chunk.logprobs.size(); ++i) {
+        lps[i].setLogprob(m.chunk.logprobs[i].logprob);
+        auto top = lps[i].initTop(static_cast<unsigned>(m.chunk.logprobs[i].top.size()));
+        for (size_t j = 0; j < m.chunk.logprobs[i].top.size(); ++j) {
+          top[j].setTokenId(m.chunk.logprobs[i].top[j].token_id);
+          top[j].setLogprob(m.chunk.logprobs[i].top[j].logprob);
+        }
+      }
+      break;
+    }
+    case ServerMessageKind::kFinish: {
+      auto f = body.initFinish();
+      f.setSampleIndex(m.finish.sample_index);
+      f.setReason(m.finish.reason == FinishReason::kStop     ? wire::FinishReason::STOP
+                  : m.finish.reason == FinishReason::kLength ? wire::FinishReason::LENGTH
+                                                             : wire::FinishReason::CANCELLED);
+      auto u = f.initUsage();
+      u.setPromptTokens(m.finish.usage.prompt_tokens);
+      u.setCompletionTokens(m.finish.usage.completion_tokens);
+      u.setCachedPromptTokens(m.finish.usage.cached_prompt_tokens);
+      f.setTtftMs(m.finish.ttft_ms);
+      f.setTpotMs(m.finish.tpot_ms);
+      break;
+    }
+    case ServerMessageKind::kError: {
+      auto e = body.initError();
+      e.setKind(EncodeErrorKind(m.error.kind));
+      e.setMessage(m.error.message);
+      break;
+    }
+    case ServerMessageKind::kHealth: {
+      auto h = body.initHealth();
+      h.setOk(m.health.ok);
+      h.setNumWorkerGroups(m.health.num_worker_groups);
+      h.setDraining(m.health.draining);
+      h.setModelName(m.health.model_name);
+      h.setVocabSize(m.health.vocab_size);
+      h.setContextLength(m.health.context_length);
+      break;
+    }
+    case ServerMessageKind::kStats: {
+      auto s = body.initStats();
+      const StatsReply& r = m.stats;
+      s.setNumWaiting(r.num_waiting);
+      s.setNumRunning(r.num_running);
+      s.setBlocksUsed(r.blocks_used);
+      s.setBlocksFree(r.blocks_free);
+      s.setBlocksCached(r.blocks_cached);
+      s.setBlocksTotal(r.blocks_total);
+      s.setPrefixHitRate(r.prefix_hit_rate);
+      s.setKvWaste(r.kv_waste);
+      s.setTokensPerSecond(r.tokens_per_second);
+      s.setNumRequestsTotal(r.num_requests_total);
+      s.setNumRequestsFinished(r.num_requests_finished);
+      s.setNumRequestsRejected(r.num_requests_rejected);
+      s.setNumMessagesDropped(r.num_messages_dropped);
+      s.setNumWorkerGroups(r.num_worker_groups);
+      s.setNumStepsTotal(r.num_steps_total);
+      s.setNumGeneratedTokens(r.num_generated_tokens);
+      break;
+    }
+  }
+  return ToBytes(builder);
+}
+
+StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
+  return WithReader(data, size, [](capnp::MessageReader& reader) -> StatusOr<ServerMessage> {
+    auto root = reader.getRoot<wire::ServerMessage>();
+    ServerMessage m;
+    m.version = root.getVersion();
+    m.request_id = root.getRequestId();
+    auto body = root.getBody();
+    switch (body.which()) {
+      case wire::ServerMessage::Body::CHUNK: {
+        m.kind = ServerMessageKind::kChunk;
+        auto c = body.getChunk();
+        m.chunk.sample_index = c.getSampleIndex();
+        for (int32_t id : c.getTokenIds()) m.chunk.token_ids.push_back(id);
+        m.chunk.text = ToString(c.getText());
+        for (auto lp : c.getLogprobs()) {
+          TokenLogprobs out;
+          out.logprob = lp.getLogprob();
+          for (auto t : lp.getTop()) out.top.push_back({t.getTokenId(), t.getLogprob()});
+          m.chunk.logprobs.push_back(std::move(out));
+        }
+        break;
+      }
+      case wire::ServerMessage::Body::FINISH: {
+        m.kind = ServerMessageKind::kFinish;
+        auto f = body.getFinish();
+        m.finish.sample_index = f.getSampleIndex();
+        switch (f.getReason()) {
+          case wire::FinishReason::STOP: m.finish.reason = FinishReason::kStop; break;
+          case wire::FinishReason::LENGTH: m.finish.reason = FinishReason::kLength; break;
+          case wire::FinishReason::CANCELLED: m.finish.reason = FinishReason::kCancelled; break;
+          default: return InvalidArgument("unknown finish reason");
+        }
+        m.finish.usage.prompt_tokens = f.getUsage().getPromptTokens();
+        m.finish.usage.completion_tokens = f.getUsage().getCompletionTokens();
+        m.finish.usage.cached_prompt_tokens = f.getUsage().getCachedPromptTokens();
+        m.finish.ttft_ms = f.getTtftMs();
+        m.finish.tpot_ms = f.getTpotMs();
+        break;
+      }
+      case wire::ServerMessage::Body::ERROR: {
+        m.kind = ServerMessageKind::kError;
+        m.error.kind = DecodeErrorKind(body.getError().getKind());
+        m.error.message = ToString(body.getError().getMessage());
+        break;
+      }
+      case wire::ServerMessage::Body::HEALTH: {
+        m.kind = ServerMessageKind::kHealth;
+        auto h = body.getHealth();
+        m.health.ok = h.getOk();
+        m.health.num_worker_groups = h.getNumWorkerGroups();
+        m.health.draining = h.getDraining();
+        m.health.model_name = ToString(h.getModelName());
+        m.health.vocab_size = h.getVocabSize();
+        m.health.context_length = h.getContextLength();
+        break;
+      }
+      case wire::ServerMessage::Body::STATS: {
+        m.kind = ServerMessageKind::kStats;
+        auto s = body.getStats();
+        StatsReply& r = m.stats;
+        r.num_waiting = s.getNumWaiting();
+        r.num_running = s.getNumRunning();
+        r.blocks_used = s.getBlocksUsed();
+        r.blocks_free = s.getBlocksFree();
+        r.blocks_cached = s.getBlocksCached();
+        r.blocks_total = s.getBlocksTotal();
+        r.prefix_hit_rate = s.getPrefixHitRate();
+        r.kv_waste = s.getKvWaste();
+        r.tokens_per_second = s.getTokensPerSecond();
+        r.num_requests_total = s.getNumRequestsTotal();
+        r.num_requests_finished = s.getNumRequestsFinished();
+        r.num_requests_rejected = s.getNumRequestsRejected();
+        r.num_messages_dropped = s.getNumMessagesDropped();
+        r.num_worker_groups = s.getNumWorkerGroups();
+        r.num_steps_total = s.getNumStepsTotal();
+        r.num_generated_tokens = s.getNumGeneratedTokens();
+        break;
+      }
+      default: return InvalidArgument("unknown server message kind");
+    }
+    return m;
+  });
+}
+
+ServerMessage MakeErrorMessage(uint64_t request_id, ErrorKind kind, std::string message) {
+  ServerMessage m;
+  m.request_id = request_id;
+  m.kind = ServerMessageKind::kError;
+  m.error.kind = kind;
+  m.error.message = std::move(message);
+  return m;
+}
+
+}  // namespace tpserve

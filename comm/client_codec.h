@@ -1,0 +1,167 @@
+// The client protocol (comm/schema/client.capnp) as plain C++ values, and their Cap'n Proto
+// encoding. Both sides (coordinator, client library) speak only these structs; nothing outside
+// comm/client_codec.cc touches generated Cap'n Proto code.
+//
+// Decoding is defensive: the bytes come from the network. A message that is not a multiple of 8
+// bytes, larger than kMaxClientMessageBytes, deeper than the nesting limit, that makes the reader
+// traverse more than its size allows, or whose lists exceed the limits below, is an
+// INVALID_ARGUMENT Status, never an exception or an abort. Semantic checks that need the model
+// (token ids < V, prompt length vs context) live in coordinator/request_validation.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/step_plan.h"
+#include "common/status.h"
+
+namespace tpserve {
+
+inline constexpr uint32_t kClientProtocolVersion = 1;  // == client.capnp kClientProtocolVersion
+
+// Limits of one decoded message (each a generous bound a real request never reaches).
+inline constexpr size_t kMaxClientMessageBytes = 8u << 20;  // also the ZMQ_MAXMSGSIZE of the socket
+inline constexpr size_t kMaxPromptTokens = 1u << 20;
+inline constexpr size_t kMaxTextBytes = 4u << 20;
+inline constexpr size_t kMaxChatMessages = 1024;
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopStringBytes = 256;
+inline constexpr size_t kMaxStopTokenIds = 256;
+inline constexpr size_t kMaxLogitBias = 1024;
+inline constexpr int kCapnpNestingLimit = 16;
+
+enum class ErrorKind {
+  kInternal = 0,
+  kInvalidRequest,
+  kPromptTooLong,
+  kOverloaded,
+  kCancelled,
+  kWorkerLost,
+  kUnauthenticated,
+};
+const char* ErrorKindName(ErrorKind kind);  // "invalid_request", ...
+// The typed error a Status becomes on the wire (INVALID_ARGUMENT → kInvalidRequest, ...).
+ErrorKind ErrorKindFromStatus(const Status& status);
+
+enum class FinishReason { kStop = 0, kLength, kCancelled };
+const char* FinishReasonName(FinishReason reason);  // "stop" | "length" | "cancelled"
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+};
+
+enum class PromptKind { kText = 0, kTokenIds, kChat };
+
+struct GenerateRequest {
+  PromptKind prompt_kind = PromptKind::kText;
+  std::string prompt_text;              // kText
+  std::vector<int32_t> prompt_ids;      // kTokenIds
+  std::vector<ChatMessage> chat;        // kChat
+  SamplingParams sampling;              // num_logprobs carries the request's numLogprobs
+  uint32_t max_tokens = 16;
+  std::vector<std::string> stop;        // stop strings
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool stream = true;
+  uint32_t n = 1;
+  int32_t priority = 0;
+};
+
+enum class ClientMessageKind { kGenerate = 0, kCancel, kHealth, kStats, kHeartbeat };
+
+struct ClientMessage {
+  uint32_t version = kClientProtocolVersion;
+  uint64_t request_id = 0;
+  std::string api_key;
+  ClientMessageKind kind = ClientMessageKind::kHealth;
+  GenerateRequest generate;  // kGenerate only
+};
+
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;  // [num_logprobs], most likely first
+};
+
+struct TokenChunk {
+  uint32_t sample_index = 0;
+  std::vector<int32_t> token_ids;
+  std::string text;                     // final text delta
+  std::vector<TokenLogprobs> logprobs;  // [token_ids.size()] when logprobs were asked, else empty
+};
+
+struct Usage {
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+  uint32_t cached_prompt_tokens = 0;
+};
+
+struct Finish {
+  uint32_t sample_index = 0;
+  FinishReason reason = FinishReason::kStop;
+  Usage usage;
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+};
+
+struct ErrorReply {
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;
+};
+
+struct HealthReply {
+  bool ok = false;
+  uint32_t num_worker_groups = 0;
+  bool draining = false;
+  std::string model_name;
+  uint32_t vocab_size = 0;
+  uint32_t context_length = 0;
+};
+
+struct StatsReply {
+  uint32_t num_waiting = 0;
+  uint32_t num_running = 0;
+  uint32_t blocks_used = 0;
+  uint32_t blocks_free = 0;
+  uint32_t blocks_cached = 0;
+  uint32_t blocks_total = 0;
+  double prefix_hit_rate = 0;
+  double kv_waste = 0;
+  double tokens_per_second = 0;
+  uint64_t num_requests_total = 0;
+  uint64_t num_requests_finished = 0;
+  uint64_t num_requests_rejected = 0;
+  uint64_t num_messages_dropped = 0;
+  uint32_t num_worker_groups = 0;
+  uint64_t num_steps_total = 0;
+  uint64_t num_generated_tokens = 0;
+};
+
+enum class ServerMessageKind { kChunk = 0, kFinish, kError, kHealth, kStats };
+
+struct ServerMessage {
+  uint32_t version = kClientProtocolVersion;
+  uint64_t request_id = 0;
+  ServerMessageKind kind = ServerMessageKind::kError;
+  TokenChunk chunk;
+  Finish finish;
+  ErrorReply error;
+  HealthReply health;
+  StatsReply stats;
+};
+
+// Encoded bytes (a multiple of 8) of one message.
+std::string EncodeClientMessage(const ClientMessage& message);
+std::string EncodeServerMessage(const ServerMessage& message);
+
+// INVALID_ARGUMENT when the bytes are not a well-formed message within the limits above.
+// The version is decoded, not checked: the coordinator answers a wrong version with a typed error.
+StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size);
+StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size);
+
+// Convenience constructors for replies.
+ServerMessage MakeErrorMessage(uint64_t request_id, ErrorKind kind, std::string message);
+
+}  // namespace tpserve

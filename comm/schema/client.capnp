@@ -1,0 +1,165 @@
+# The client protocol of tpserve: what a client (C++ library, CLI, Python) and the coordinator say
+# to each other over ZeroMQ (client DEALER -> coordinator ROUTER). One Cap'n Proto message per ZeroMQ
+# frame, unpacked encoding. The coordinator answers every request with messages carrying the same
+# requestId; a generate request ends with exactly one `finish` or one `error`.
+#
+# Versioning: every message carries `version`. The coordinator accepts requests whose version equals
+# kClientProtocolVersion and answers any other with an `error` of kind invalidRequest. New fields are
+# only ever appended (Cap'n Proto keeps old readers working); a change old peers cannot ignore bumps
+# the version.
+@0xc48070df8ad3a51a;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tpserve::wire");
+
+const kClientProtocolVersion :UInt32 = 1;
+
+# ---------------------------------------------------------------------------------------------
+# Client -> coordinator
+
+struct ClientMessage {
+  version @0 :UInt32;        # kClientProtocolVersion
+  requestId @1 :UInt64;      # chosen by the client, unique among its in-flight requests; replies echo it
+  apiKey @2 :Text;           # checked only when the coordinator was started with API keys
+  body :union {
+    generate @3 :GenerateRequest;
+    cancel @4 :Void;         # cancel the generate request with this requestId (no reply if unknown)
+    health @5 :Void;         # answered with `health`
+    stats @6 :Void;          # answered with `stats`
+    heartbeat @7 :Void;      # "still here": keeps this client's requests alive; no reply
+  }
+}
+
+struct ChatMessage {
+  role @0 :Text;             # "system" | "user" | "assistant"
+  content @1 :Text;
+}
+
+struct LogitBias {
+  tokenId @0 :Int32;         # 0 <= tokenId < vocabulary size
+  bias @1 :Float32;          # added to the token's logit before any other processing
+}
+
+struct SamplingParams {
+  temperature @0 :Float32 = 0.0;        # 0: greedy (argmax, ties to the lowest id); else > 0, <= 100
+  topK @1 :Int32 = 0;                   # 0: off; else keep the k most likely tokens
+  topP @2 :Float32 = 1.0;               # (0, 1]; 1: off
+  minP @3 :Float32 = 0.0;               # [0, 1]; 0: off; keep tokens with p >= minP * p_max
+  repetitionPenalty @4 :Float32 = 1.0;  # > 0; 1: off
+  presencePenalty @5 :Float32 = 0.0;    # [-2, 2]
+  frequencyPenalty @6 :Float32 = 0.0;   # [-2, 2]
+  seed @7 :UInt64 = 0;                  # the draw is a function of (seed, sample index, step) only
+  logitBias @8 :List(LogitBias);
+}
+
+struct GenerateRequest {
+  prompt :union {
+    text @0 :Text;                      # raw text, tokenized as is (BOS added when the model asks)
+    tokenIds @1 :List(Int32);           # already tokenized: every id in [0, V)
+    chat @2 :List(ChatMessage);         # rendered with the model's chat format + assistant prompt
+  }
+  sampling @3 :SamplingParams;
+  maxTokens @4 :UInt32 = 16;            # >= 1; generation stops after this many tokens (reason length)
+  stop @5 :List(Text);                  # stop strings: the text ends before the first match (reason stop)
+  stopTokenIds @6 :List(Int32);         # finishing tokens besides EOS (the token itself is not output)
+  ignoreEos @7 :Bool = false;           # keep going past EOS (benchmarks)
+  stream @8 :Bool = true;               # true: token chunks as they are final; false: one chunk at the end
+  numLogprobs @9 :UInt32 = 0;           # top-n logprobs per token, 0..20
+  n @10 :UInt32 = 1;                    # independent samples of the same prompt (sample index 0..n-1)
+  priority @11 :Int32 = 0;              # larger runs first when the scheduler must choose
+}
+
+# ---------------------------------------------------------------------------------------------
+# Coordinator -> client
+
+struct ServerMessage {
+  version @0 :UInt32;        # kClientProtocolVersion
+  requestId @1 :UInt64;      # the request this answers (0 for errors about unparseable messages)
+  body :union {
+    chunk @2 :TokenChunk;
+    finish @3 :Finish;
+    error @4 :Error;
+    health @5 :HealthReply;
+    stats @6 :StatsReply;
+  }
+}
+
+struct TokenLogprob {
+  tokenId @0 :Int32;
+  logprob @1 :Float32;
+}
+
+struct TokenLogprobs {
+  logprob @0 :Float32;                  # of the chosen token under the model's raw distribution
+  top @1 :List(TokenLogprob);           # the numLogprobs most likely tokens, most likely first
+}
+
+struct TokenChunk {
+  sampleIndex @0 :UInt32;               # which of the n samples
+  tokenIds @1 :List(Int32);             # new generated ids, in order (may be empty when only text moved)
+  text @2 :Text;                        # new final text: never retracted, stop strings already cut
+  logprobs @3 :List(TokenLogprobs);     # one per tokenIds entry when numLogprobs > 0 was asked
+}
+
+enum FinishReason {
+  stop @0;                              # EOS, a stop token id or a stop string
+  length @1;                            # maxTokens or the model's context length
+  cancelled @2;                         # the client cancelled
+}
+
+struct Usage {
+  promptTokens @0 :UInt32;
+  completionTokens @1 :UInt32;          # over all samples
+  cachedPromptTokens @2 :UInt32;        # prompt tokens served from the prefix cache
+}
+
+struct Finish {
+  sampleIndex @0 :UInt32;               # one finish per sample; the request ends with the last
+  reason @1 :FinishReason;
+  usage @2 :Usage;
+  ttftMs @3 :Float64;                   # arrival -> first token of this sample
+  tpotMs @4 :Float64;                   # mean time per output token after the first
+}
+
+enum ErrorKind {
+  internal @0;
+  invalidRequest @1;                    # a field out of range, empty prompt, unknown message, bad version
+  promptTooLong @2;                     # prompt (+ maxTokens) beyond the model's context length
+  overloaded @3;                        # queue full or draining: retry later
+  cancelled @4;
+  workerLost @5;                        # the worker group running the request went away
+  unauthenticated @6;                   # missing or wrong apiKey
+}
+
+struct Error {
+  kind @0 :ErrorKind;
+  message @1 :Text;                     # what was wrong, in words a person can act on
+}
+
+struct HealthReply {
+  ok @0 :Bool;                          # at least one worker group registered and not draining
+  numWorkerGroups @1 :UInt32;
+  draining @2 :Bool;
+  modelName @3 :Text;
+  vocabSize @4 :UInt32;
+  contextLength @5 :UInt32;
+}
+
+struct StatsReply {
+  numWaiting @0 :UInt32;                # queued requests (sequences) not yet running
+  numRunning @1 :UInt32;
+  blocksUsed @2 :UInt32;                # KV blocks referenced by a sequence, summed over groups
+  blocksFree @3 :UInt32;
+  blocksCached @4 :UInt32;              # unreferenced blocks holding a reusable prefix
+  blocksTotal @5 :UInt32;
+  prefixHitRate @6 :Float64;            # prompt tokens served from cache / prompt tokens
+  kvWaste @7 :Float64;                  # allocated slots not holding tokens / allocated slots
+  tokensPerSecond @8 :Float64;          # generated tokens per second over the recent window
+  numRequestsTotal @9 :UInt64;
+  numRequestsFinished @10 :UInt64;
+  numRequestsRejected @11 :UInt64;      # typed error replies to generate requests
+  numMessagesDropped @12 :UInt64;       # malformed or oversized client messages
+  numWorkerGroups @13 :UInt32;
+  numStepsTotal @14 :UInt64;
+  numGeneratedTokens @15 :UInt64;
+}
