@@ -8,7 +8,7 @@
 
 #include "comm/schema/client.capnp.h"
 
-namespace tpserve {
+namespace tpserve::proto {
 namespace {
 
 static_assert(kClientProtocolVersion == wire::K_CLIENT_PROTOCOL_VERSION,
@@ -449,4 +449,4 @@ ServerMessage MakeErrorMessage(uint64_t request_id, ErrorKind kind, std::string 
   return m;
 }
 
-}  // namespace tpserve
+}  // namespace tpserve::proto

@@ -17,7 +17,9 @@
 #include "comm/step_plan.h"
 #include "common/status.h"
 
-namespace tpserve {
+// The protocol's types live in their own namespace: names such as ChatMessage and FinishReason
+// also exist, with other meanings, in model/ and coordinator/.
+namespace tpserve::proto {
 
 inline constexpr uint32_t kClientProtocolVersion = 1;  // == client.capnp kClientProtocolVersion
 
@@ -164,4 +166,4 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size);
 // Convenience constructors for replies.
 ServerMessage MakeErrorMessage(uint64_t request_id, ErrorKind kind, std::string message);
 
-}  // namespace tpserve
+}  // namespace tpserve::proto

@@ -4,7 +4,7 @@
 
 #include <random>
 
-namespace tpserve {
+namespace tpserve::proto {
 namespace {
 
 ClientMessage FullGenerate() {
@@ -207,4 +207,4 @@ TEST(ClientCodecTest, StatusCodesMapToTypedErrors) {
 }
 
 }  // namespace
-}  // namespace tpserve
+}  // namespace tpserve::proto
