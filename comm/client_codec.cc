@@ -11,7 +11,7 @@
 namespace tpserve::proto {
 namespace {
 
-static_assert(kClientProtocolVersion == wire::K_CLIENT_PROTOCOL_VERSION,
+static_assert(kClientProtocolVersion == client_wire::K_CLIENT_PROTOCOL_VERSION,
               "client_codec.h and client.capnp disagree on the protocol version");
 
 std::string ToBytes(capnp::MessageBuilder& builder) {
@@ -24,7 +24,7 @@ std::string ToString(capnp::Text::Reader text) { return std::string(text.cStr(),
 
 // ---- encoding -------------------------------------------------------------------------------
 
-void EncodeSampling(const SamplingParams& s, wire::SamplingParams::Builder out) {
+void EncodeSampling(const SamplingParams& s, client_wire::SamplingParams::Builder out) {
   out.setTemperature(s.temperature);
   out.setTopK(s.top_k);
   out.setTopP(s.top_p);
@@ -40,7 +40,7 @@ void EncodeSampling(const SamplingParams& s, wire::SamplingParams::Builder out) 
   }
 }
 
-void EncodeGenerate(const GenerateRequest& g, wire::GenerateRequest::Builder out) {
+void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Builder out) {
   switch (g.prompt_kind) {
     case PromptKind::kText:
       out.getPrompt().setText(g.prompt_text);
@@ -82,7 +82,7 @@ Status CheckSize(size_t size, size_t limit, const char* what) {
   return OkStatus();
 }
 
-StatusOr<SamplingParams> DecodeSampling(wire::SamplingParams::Reader in) {
+StatusOr<SamplingParams> DecodeSampling(client_wire::SamplingParams::Reader in) {
   SamplingParams s;
   s.temperature = in.getTemperature();
   s.top_k = in.getTopK();
@@ -98,16 +98,16 @@ StatusOr<SamplingParams> DecodeSampling(wire::SamplingParams::Reader in) {
   return s;
 }
 
-StatusOr<GenerateRequest> DecodeGenerate(wire::GenerateRequest::Reader in) {
+StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in) {
   GenerateRequest g;
   auto prompt = in.getPrompt();
   switch (prompt.which()) {
-    case wire::GenerateRequest::Prompt::TEXT:
+    case client_wire::GenerateRequest::Prompt::TEXT:
       g.prompt_kind = PromptKind::kText;
       RETURN_IF_ERROR(CheckSize(prompt.getText().size(), kMaxTextBytes, "prompt text bytes"));
       g.prompt_text = ToString(prompt.getText());
       break;
-    case wire::GenerateRequest::Prompt::TOKEN_IDS: {
+    case client_wire::GenerateRequest::Prompt::TOKEN_IDS: {
       g.prompt_kind = PromptKind::kTokenIds;
       auto ids = prompt.getTokenIds();
       RETURN_IF_ERROR(CheckSize(ids.size(), kMaxPromptTokens, "prompt token ids"));
@@ -115,7 +115,7 @@ StatusOr<GenerateRequest> DecodeGenerate(wire::GenerateRequest::Reader in) {
       for (int32_t id : ids) g.prompt_ids.push_back(id);
       break;
     }
-    case wire::GenerateRequest::Prompt::CHAT: {
+    case client_wire::GenerateRequest::Prompt::CHAT: {
       g.prompt_kind = PromptKind::kChat;
       auto chat = prompt.getChat();
       RETURN_IF_ERROR(CheckSize(chat.size(), kMaxChatMessages, "chat messages"));
@@ -172,30 +172,30 @@ auto WithReader(const void* data, size_t size, Fn&& fn) -> decltype(fn(std::decl
   }
 }
 
-ErrorKind DecodeErrorKind(wire::ErrorKind kind) {
+ErrorKind DecodeErrorKind(client_wire::ErrorKind kind) {
   switch (kind) {
-    case wire::ErrorKind::INTERNAL: return ErrorKind::kInternal;
-    case wire::ErrorKind::INVALID_REQUEST: return ErrorKind::kInvalidRequest;
-    case wire::ErrorKind::PROMPT_TOO_LONG: return ErrorKind::kPromptTooLong;
-    case wire::ErrorKind::OVERLOADED: return ErrorKind::kOverloaded;
-    case wire::ErrorKind::CANCELLED: return ErrorKind::kCancelled;
-    case wire::ErrorKind::WORKER_LOST: return ErrorKind::kWorkerLost;
-    case wire::ErrorKind::UNAUTHENTICATED: return ErrorKind::kUnauthenticated;
+    case client_wire::ErrorKind::INTERNAL: return ErrorKind::kInternal;
+    case client_wire::ErrorKind::INVALID_REQUEST: return ErrorKind::kInvalidRequest;
+    case client_wire::ErrorKind::PROMPT_TOO_LONG: return ErrorKind::kPromptTooLong;
+    case client_wire::ErrorKind::OVERLOADED: return ErrorKind::kOverloaded;
+    case client_wire::ErrorKind::CANCELLED: return ErrorKind::kCancelled;
+    case client_wire::ErrorKind::WORKER_LOST: return ErrorKind::kWorkerLost;
+    case client_wire::ErrorKind::UNAUTHENTICATED: return ErrorKind::kUnauthenticated;
   }
   return ErrorKind::kInternal;  // a newer peer's kind
 }
 
-wire::ErrorKind EncodeErrorKind(ErrorKind kind) {
+client_wire::ErrorKind EncodeErrorKind(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInternal: return wire::ErrorKind::INTERNAL;
-    case ErrorKind::kInvalidRequest: return wire::ErrorKind::INVALID_REQUEST;
-    case ErrorKind::kPromptTooLong: return wire::ErrorKind::PROMPT_TOO_LONG;
-    case ErrorKind::kOverloaded: return wire::ErrorKind::OVERLOADED;
-    case ErrorKind::kCancelled: return wire::ErrorKind::CANCELLED;
-    case ErrorKind::kWorkerLost: return wire::ErrorKind::WORKER_LOST;
-    case ErrorKind::kUnauthenticated: return wire::ErrorKind::UNAUTHENTICATED;
+    case ErrorKind::kInternal: return client_wire::ErrorKind::INTERNAL;
+    case ErrorKind::kInvalidRequest: return client_wire::ErrorKind::INVALID_REQUEST;
+    case ErrorKind::kPromptTooLong: return client_wire::ErrorKind::PROMPT_TOO_LONG;
+    case ErrorKind::kOverloaded: return client_wire::ErrorKind::OVERLOADED;
+    case ErrorKind::kCancelled: return client_wire::ErrorKind::CANCELLED;
+    case ErrorKind::kWorkerLost: return client_wire::ErrorKind::WORKER_LOST;
+    case ErrorKind::kUnauthenticated: return client_wire::ErrorKind::UNAUTHENTICATED;
   }
-  return wire::ErrorKind::INTERNAL;
+  return client_wire::ErrorKind::INTERNAL;
 }
 
 }  // namespace
@@ -237,7 +237,7 @@ const char* FinishReasonName(FinishReason reason) {
 
 std::string EncodeClientMessage(const ClientMessage& m) {
   capnp::MallocMessageBuilder builder;
-  auto root = builder.initRoot<wire::ClientMessage>();
+  auto root = builder.initRoot<client_wire::ClientMessage>();
   root.setVersion(m.version);
   root.setRequestId(m.request_id);
   if (!m.api_key.empty()) root.setApiKey(m.api_key);
@@ -254,7 +254,7 @@ std::string EncodeClientMessage(const ClientMessage& m) {
 
 StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size) {
   return WithReader(data, size, [](capnp::MessageReader& reader) -> StatusOr<ClientMessage> {
-    auto root = reader.getRoot<wire::ClientMessage>();
+    auto root = reader.getRoot<client_wire::ClientMessage>();
     ClientMessage m;
     m.version = root.getVersion();
     m.request_id = root.getRequestId();
@@ -262,15 +262,15 @@ StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size) {
     m.api_key = ToString(root.getApiKey());
     auto body = root.getBody();
     switch (body.which()) {
-      case wire::ClientMessage::Body::GENERATE: {
+      case client_wire::ClientMessage::Body::GENERATE: {
         m.kind = ClientMessageKind::kGenerate;
         ASSIGN_OR_RETURN(m.generate, DecodeGenerate(body.getGenerate()));
         break;
       }
-      case wire::ClientMessage::Body::CANCEL: m.kind = ClientMessageKind::kCancel; break;
-      case wire::ClientMessage::Body::HEALTH: m.kind = ClientMessageKind::kHealth; break;
-      case wire::ClientMessage::Body::STATS: m.kind = ClientMessageKind::kStats; break;
-      case wire::ClientMessage::Body::HEARTBEAT: m.kind = ClientMessageKind::kHeartbeat; break;
+      case client_wire::ClientMessage::Body::CANCEL: m.kind = ClientMessageKind::kCancel; break;
+      case client_wire::ClientMessage::Body::HEALTH: m.kind = ClientMessageKind::kHealth; break;
+      case client_wire::ClientMessage::Body::STATS: m.kind = ClientMessageKind::kStats; break;
+      case client_wire::ClientMessage::Body::HEARTBEAT: m.kind = ClientMessageKind::kHeartbeat; break;
       default: return InvalidArgument("unknown client message kind");
     }
     return m;
@@ -279,7 +279,7 @@ StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size) {
 
 std::string EncodeServerMessage(const ServerMessage& m) {
   capnp::MallocMessageBuilder builder;
-  auto root = builder.initRoot<wire::ServerMessage>();
+  auto root = builder.initRoot<client_wire::ServerMessage>();
   root.setVersion(m.version);
   root.setRequestId(m.request_id);
   auto body = root.initBody();
@@ -304,9 +304,9 @@ std::string EncodeServerMessage(const ServerMessage& m) {
     case ServerMessageKind::kFinish: {
       auto f = body.initFinish();
       f.setSampleIndex(m.finish.sample_index);
-      f.setReason(m.finish.reason == FinishReason::kStop     ? wire::FinishReason::STOP
-                  : m.finish.reason == FinishReason::kLength ? wire::FinishReason::LENGTH
-                                                             : wire::FinishReason::CANCELLED);
+      f.setReason(m.finish.reason == FinishReason::kStop     ? client_wire::FinishReason::STOP
+                  : m.finish.reason == FinishReason::kLength ? client_wire::FinishReason::LENGTH
+                                                             : client_wire::FinishReason::CANCELLED);
       auto u = f.initUsage();
       u.setPromptTokens(m.finish.usage.prompt_tokens);
       u.setCompletionTokens(m.finish.usage.completion_tokens);
@@ -358,13 +358,13 @@ std::string EncodeServerMessage(const ServerMessage& m) {
 
 StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
   return WithReader(data, size, [](capnp::MessageReader& reader) -> StatusOr<ServerMessage> {
-    auto root = reader.getRoot<wire::ServerMessage>();
+    auto root = reader.getRoot<client_wire::ServerMessage>();
     ServerMessage m;
     m.version = root.getVersion();
     m.request_id = root.getRequestId();
     auto body = root.getBody();
     switch (body.which()) {
-      case wire::ServerMessage::Body::CHUNK: {
+      case client_wire::ServerMessage::Body::CHUNK: {
         m.kind = ServerMessageKind::kChunk;
         auto c = body.getChunk();
         m.chunk.sample_index = c.getSampleIndex();
@@ -378,14 +378,14 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         }
         break;
       }
-      case wire::ServerMessage::Body::FINISH: {
+      case client_wire::ServerMessage::Body::FINISH: {
         m.kind = ServerMessageKind::kFinish;
         auto f = body.getFinish();
         m.finish.sample_index = f.getSampleIndex();
         switch (f.getReason()) {
-          case wire::FinishReason::STOP: m.finish.reason = FinishReason::kStop; break;
-          case wire::FinishReason::LENGTH: m.finish.reason = FinishReason::kLength; break;
-          case wire::FinishReason::CANCELLED: m.finish.reason = FinishReason::kCancelled; break;
+          case client_wire::FinishReason::STOP: m.finish.reason = FinishReason::kStop; break;
+          case client_wire::FinishReason::LENGTH: m.finish.reason = FinishReason::kLength; break;
+          case client_wire::FinishReason::CANCELLED: m.finish.reason = FinishReason::kCancelled; break;
           default: return InvalidArgument("unknown finish reason");
         }
         m.finish.usage.prompt_tokens = f.getUsage().getPromptTokens();
@@ -395,13 +395,13 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.finish.tpot_ms = f.getTpotMs();
         break;
       }
-      case wire::ServerMessage::Body::ERROR: {
+      case client_wire::ServerMessage::Body::ERROR: {
         m.kind = ServerMessageKind::kError;
         m.error.kind = DecodeErrorKind(body.getError().getKind());
         m.error.message = ToString(body.getError().getMessage());
         break;
       }
-      case wire::ServerMessage::Body::HEALTH: {
+      case client_wire::ServerMessage::Body::HEALTH: {
         m.kind = ServerMessageKind::kHealth;
         auto h = body.getHealth();
         m.health.ok = h.getOk();
@@ -412,7 +412,7 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.health.context_length = h.getContextLength();
         break;
       }
-      case wire::ServerMessage::Body::STATS: {
+      case client_wire::ServerMessage::Body::STATS: {
         m.kind = ServerMessageKind::kStats;
         auto s = body.getStats();
         StatsReply& r = m.stats;

@@ -3,6 +3,8 @@
 # frame, unpacked encoding. The coordinator answers every request with messages carrying the same
 # requestId; a generate request ends with exactly one `finish` or one `error`.
 #
+# Generated C++ lives in tpserve::client_wire (worker.capnp has tpserve::wire; names overlap).
+#
 # Versioning: every message carries `version`. The coordinator accepts requests whose version equals
 # kClientProtocolVersion and answers any other with an `error` of kind invalidRequest. New fields are
 # only ever appended (Cap'n Proto keeps old readers working); a change old peers cannot ignore bumps
@@ -10,7 +12,7 @@
 @0xc48070df8ad3a51a;
 
 using Cxx = import "/capnp/c++.capnp";
-$Cxx.namespace("tpserve::wire");
+$Cxx.namespace("tpserve::client_wire");
 
 const kClientProtocolVersion :UInt32 = 1;
 
