@@ -1,0 +1,170 @@
+#include "client/client.h"
+
+#include <zmq.hpp>
+
+#include "comm/zmq_transport.h"
+
+namespace tpserve {
+
+using proto::ClientMessage;
+using proto::ClientMessageKind;
+using proto::ServerMessage;
+using proto::ServerMessageKind;
+
+Status StatusFromError(const proto::ErrorReply& error) {
+  StatusCode code = StatusCode::kInternal;
+  switch (error.kind) {
+    case proto::ErrorKind::kInvalidRequest: code = StatusCode::kInvalidArgument; break;
+    case proto::ErrorKind::kPromptTooLong: code = StatusCode::kOutOfRange; break;
+    case proto::ErrorKind::kOverloaded: code = StatusCode::kResourceExhausted; break;
+    case proto::ErrorKind::kCancelled: code = StatusCode::kCancelled; break;
+    case proto::ErrorKind::kWorkerLost: code = StatusCode::kUnavailable; break;
+    case proto::ErrorKind::kUnauthenticated: code = StatusCode::kUnauthenticated; break;
+    case proto::ErrorKind::kInternal: code = StatusCode::kInternal; break;
+  }
+  return Status(code, std::string(proto::ErrorKindName(error.kind)) + ": " + error.message);
+}
+
+StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  auto context = std::make_unique<zmq::context_t>(1);
+  SocketOptions socket_options;
+  socket_options.max_message_bytes = proto::kMaxClientMessageBytes;
+  socket_options.send_hwm = 10000;
+  socket_options.recv_hwm = 100000;
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
+                   ZmqSocket::Connect(*context, zmq::socket_type::dealer, options.server, socket_options));
+  return std::unique_ptr<Client>(new Client(options, std::move(context), std::move(socket)));
+}
+
+Client::Client(const ClientOptions& options, std::unique_ptr<zmq::context_t> context,
+               std::unique_ptr<ZmqSocket> socket)
+    : options_(options), context_(std::move(context)), socket_(std::move(socket)) {}
+
+Client::~Client() {
+  socket_.reset();  // before the context
+  context_.reset();
+}
+
+Status Client::Send(ClientMessage message) {
+  message.api_key = options_.api_key;
+  last_sent_ = std::chrono::steady_clock::now();
+  return socket_->Send({proto::EncodeClientMessage(message)}, options_.timeout);
+}
+
+Status Client::SendRaw(const std::string& bytes) { return socket_->Send({bytes}, options_.timeout); }
+
+StatusOr<uint64_t> Client::Start(const proto::GenerateRequest& request) {
+  ClientMessage message;
+  message.request_id = next_request_id_++;
+  message.kind = ClientMessageKind::kGenerate;
+  message.generate = request;
+  RETURN_IF_ERROR(Send(std::move(message)));
+  return next_request_id_ - 1;
+}
+
+Status Client::Cancel(uint64_t request_id) {
+  ClientMessage message;
+  message.request_id = request_id;
+  message.kind = ClientMessageKind::kCancel;
+  return Send(std::move(message));
+}
+
+StatusOr<ServerMessage> Client::Receive(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_sent_ >= options_.heartbeat_interval) {
+      ClientMessage heartbeat;
+      heartbeat.kind = ClientMessageKind::kHeartbeat;
+      RETURN_IF_ERROR(Send(std::move(heartbeat)));
+    }
+    if (now >= deadline) return DeadlineExceeded("no reply from " + options_.server);
+    auto wait = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now),
+                         options_.heartbeat_interval);
+    StatusOr<Frames> frames = socket_->Receive(wait);
+    if (!frames.ok()) {
+      if (frames.status().code() == StatusCode::kDeadlineExceeded) continue;
+      return frames.status();
+    }
+    if (frames->size() != 1) continue;
+    StatusOr<ServerMessage> message = proto::DecodeServerMessage((*frames)[0].data(), (*frames)[0].size());
+    if (message.ok()) return message;
+  }
+}
+
+StatusOr<ServerMessage> Client::Await(uint64_t request_id, ServerMessageKind kind) {
+  while (true) {
+    ASSIGN_OR_RETURN(ServerMessage message, Receive(options_.timeout));
+    if (message.kind == ServerMessageKind::kError && (message.request_id == request_id || message.request_id == 0)) {
+      return StatusFromError(message.error);
+    }
+    if (message.request_id == request_id && message.kind == kind) return message;
+  }
+}
+
+StatusOr<proto::HealthReply> Client::Health() {
+  ClientMessage message;
+  message.request_id = next_request_id_++;
+  message.kind = ClientMessageKind::kHealth;
+  RETURN_IF_ERROR(Send(message));
+  ASSIGN_OR_RETURN(ServerMessage reply, Await(message.request_id, ServerMessageKind::kHealth));
+  return reply.health;
+}
+
+StatusOr<proto::StatsReply> Client::Stats() {
+  ClientMessage message;
+  message.request_id = next_request_id_++;
+  message.kind = ClientMessageKind::kStats;
+  RETURN_IF_ERROR(Send(message));
+  ASSIGN_OR_RETURN(ServerMessage reply, Await(message.request_id, ServerMessageKind::kStats));
+  return reply.stats;
+}
+
+StatusOr<GenerateResult> Client::Generate(const proto::GenerateRequest& request,
+                                          const std::function<bool(const proto::TokenChunk&)>& on_chunk) {
+  ASSIGN_OR_RETURN(uint64_t request_id, Start(request));
+  const uint32_t n = std::max<uint32_t>(request.n, 1);
+  GenerateResult result;
+  result.token_ids.resize(n);
+  result.text.resize(n);
+  result.finish.resize(n);
+  result.logprobs.resize(n);
+  std::vector<bool> is_finished(n, false);
+  uint32_t num_finished = 0;
+  bool cancel_sent = false;
+  while (num_finished < n) {
+    ASSIGN_OR_RETURN(ServerMessage message, Receive(options_.timeout));
+    if (message.request_id != request_id) continue;
+    switch (message.kind) {
+      case ServerMessageKind::kChunk: {
+        const proto::TokenChunk& chunk = message.chunk;
+        if (chunk.sample_index >= n) return Internal("chunk for sample " + std::to_string(chunk.sample_index));
+        auto& ids = result.token_ids[chunk.sample_index];
+        ids.insert(ids.end(), chunk.token_ids.begin(), chunk.token_ids.end());
+        result.text[chunk.sample_index] += chunk.text;
+        auto& lps = result.logprobs[chunk.sample_index];
+        lps.insert(lps.end(), chunk.logprobs.begin(), chunk.logprobs.end());
+        if (on_chunk && !on_chunk(chunk) && !cancel_sent) {
+          RETURN_IF_ERROR(Cancel(request_id));
+          cancel_sent = true;
+        }
+        break;
+      }
+      case ServerMessageKind::kFinish:
+        if (message.finish.sample_index >= n) return Internal("finish for an unknown sample");
+        if (!is_finished[message.finish.sample_index]) {
+          is_finished[message.finish.sample_index] = true;
+          ++num_finished;
+        }
+        result.finish[message.finish.sample_index] = message.finish;
+        break;
+      case ServerMessageKind::kError:
+        return StatusFromError(message.error);
+      default:
+        break;
+    }
+  }
+  return result;
+}
+
+}  // namespace tpserve
