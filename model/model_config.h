@@ -9,6 +9,8 @@
 
 namespace tpserve {
 
+class GgufFile;
+
 // Llama-3 style frequency-dependent RoPE scaling ("rope_type": "llama3").
 struct RopeScaling {
   bool enabled = false;
@@ -31,6 +33,9 @@ struct ModelConfig {
   int context_length = 0;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
+  // [D/2] divisors of the inverse frequencies stored in the file itself (GGUF rope_freqs.weight,
+  // written by llama.cpp for Llama 3.1+); empty if none. Applied instead of rope_scaling when present.
+  std::vector<float> rope_freq_factors;
   RopeLayout rope_layout = RopeLayout::kInterleaved;
   float rms_eps = 1e-5f;
   bool tied_embeddings = false;  // no output.weight: the LM head is token_embd.weight
@@ -46,5 +51,12 @@ struct ModelConfig {
   // The RoPE inverse frequencies [head_dim / 2], scaling applied.
   std::vector<float> RopeInverseFrequencies() const;
 };
+
+// The config of a GGUF file of architecture "llama" from its `llama.*` and `tokenizer.*` metadata.
+// head_dim is llama.attention.key_length, else hidden / heads; vocab_size is llama.vocab_size, else
+// the rows of token_embd.weight, else the token list length; tied_embeddings when output.weight is
+// absent. UNIMPLEMENTED for other architectures or RoPE scaling types other than none/llama3;
+// DATA_LOSS naming the file for a missing or mistyped required key; the result is Validate()d.
+StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
 
 }  // namespace tpserve
