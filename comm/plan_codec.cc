@@ -1,0 +1,124 @@
+#include "comm/plan_codec.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+#include <capnp/message.h>
+
+#include "comm/wire_convert.h"
+
+namespace tpserve {
+namespace {
+
+Status Invalid(const std::string& where, const std::string& what) {
+  return InvalidArgument("step plan: " + where + ": " + what);
+}
+
+bool AllNonNegative(const std::vector<int32_t>& values) {
+  for (int32_t v : values) {
+    if (v < 0) return false;
+  }
+  return true;
+}
+
+Status ValidateSampling(const SamplingParams& s, const std::string& where) {
+  if (!std::isfinite(s.temperature) || s.temperature < 0) return Invalid(where, "temperature must be finite and >= 0");
+  if (s.top_k < 0) return Invalid(where, "top_k must be >= 0");
+  if (!(s.top_p > 0 && s.top_p <= 1)) return Invalid(where, "top_p must be in (0, 1]");
+  if (!(s.min_p >= 0 && s.min_p <= 1)) return Invalid(where, "min_p must be in [0, 1]");
+  if (!std::isfinite(s.repetition_penalty) || s.repetition_penalty <= 0) {
+    return Invalid(where, "repetition_penalty must be finite and > 0");
+  }
+  if (!std::isfinite(s.presence_penalty) || !std::isfinite(s.frequency_penalty)) {
+    return Invalid(where, "presence/frequency penalties must be finite");
+  }
+  for (const auto& [token, bias] : s.logit_bias) {
+    if (token < 0) return Invalid(where, "logit_bias token id < 0");
+    if (std::isnan(bias)) return Invalid(where, "logit_bias value is NaN");
+  }
+  if (s.num_logprobs < 0 || s.num_logprobs > kMaxTopLogprobs) {
+    return Invalid(where, "num_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateStepPlan(const StepPlan& plan) {
+  if (plan.sequences.size() > static_cast<size_t>(kMaxSequencesPerStep)) {
+    return Invalid("sequences", std::to_string(plan.sequences.size()) + " exceed the limit");
+  }
+  std::unordered_set<uint64_t> seq_ids;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const SequencePlan& seq = plan.sequences[i];
+    const std::string where = "sequence " + std::to_string(i) + " (id " + std::to_string(seq.seq_id) + ")";
+    if (!seq_ids.insert(seq.seq_id).second) return Invalid(where, "duplicate seq_id");
+    if (seq.num_cached < 0) return Invalid(where, "num_cached < 0");
+    if (seq.token_ids.empty()) return Invalid(where, "no tokens");
+    if (static_cast<int64_t>(seq.num_cached) + static_cast<int64_t>(seq.token_ids.size()) >
+        std::numeric_limits<int32_t>::max()) {
+      return Invalid(where, "position overflows int32");
+    }
+    if (!AllNonNegative(seq.token_ids)) return Invalid(where, "negative token id");
+    if (!AllNonNegative(seq.block_table)) return Invalid(where, "negative block id");
+    if (!AllNonNegative(seq.penalty_tokens)) return Invalid(where, "negative penalty token id");
+    RETURN_IF_ERROR(ValidateSampling(seq.sampling, where));
+  }
+  for (const auto& [src, dst] : plan.block_copies) {
+    if (src < 0 || dst < 0) return Invalid("block_copies", "negative block id");
+  }
+  return OkStatus();
+}
+
+Status ValidateStepResult(const StepResult& result) {
+  if (result.sequences.size() > static_cast<size_t>(kMaxSequencesPerStep)) {
+    return InvalidArgument("step result: too many sequences");
+  }
+  for (size_t i = 0; i < result.sequences.size(); ++i) {
+    const SequenceResult& seq = result.sequences[i];
+    const std::string where = "step result: sequence " + std::to_string(i) + ": ";
+    if (seq.token_id < -1) return InvalidArgument(where + "token id < -1");
+    if (std::isnan(seq.logprob)) return InvalidArgument(where + "logprob is NaN");
+    if (seq.top_logprobs.size() > static_cast<size_t>(kMaxTopLogprobs)) {
+      return InvalidArgument(where + "too many top logprobs");
+    }
+    for (const TokenLogprob& t : seq.top_logprobs) {
+      if (t.token_id < 0) return InvalidArgument(where + "top logprob token id < 0");
+      if (std::isnan(t.logprob)) return InvalidArgument(where + "top logprob is NaN");
+    }
+  }
+  return OkStatus();
+}
+
+std::string EncodeStepPlan(const StepPlan& plan) {
+  capnp::MallocMessageBuilder message;
+  wire_convert::FillStepPlan(plan, message.initRoot<wire::StepPlan>());
+  return wire_convert::ToBytes(message);
+}
+
+StatusOr<StepPlan> DecodeStepPlan(std::string_view bytes, const DecodeLimits& limits) {
+  StepPlan plan;
+  RETURN_IF_ERROR(wire_convert::ReadFlatMessage(bytes, limits, [&](capnp::MessageReader& reader) {
+    plan = wire_convert::ReadStepPlan(reader.getRoot<wire::StepPlan>());
+  }));
+  RETURN_IF_ERROR(ValidateStepPlan(plan));
+  return plan;
+}
+
+std::string EncodeStepResult(const StepResult& result) {
+  capnp::MallocMessageBuilder message;
+  wire_convert::FillStepResult(result, message.initRoot<wire::StepResult>());
+  return wire_convert::ToBytes(message);
+}
+
+StatusOr<StepResult> DecodeStepResult(std::string_view bytes, const DecodeLimits& limits) {
+  StepResult result;
+  RETURN_IF_ERROR(wire_convert::ReadFlatMessage(bytes, limits, [&](capnp::MessageReader& reader) {
+    result = wire_convert::ReadStepResult(reader.getRoot<wire::StepResult>());
+  }));
+  RETURN_IF_ERROR(ValidateStepResult(result));
+  return result;
+}
+
+}  // namespace tpserve

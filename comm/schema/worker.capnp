@@ -1,0 +1,130 @@
+# The coordinator <-> worker-group-leader protocol: one WorkerMessage per ZeroMQ frame, both ways.
+# The group leader also MPI-broadcasts StepPlan (as its own root message) to the other ranks.
+#
+# Versioning: bump workerProtocolVersion on any change that an older peer could misread. Fields
+# are only ever appended (never renumbered or retyped), so a decoder of version N reads version N-1.
+# The coordinator refuses a Hello whose protocolVersion it does not speak.
+#
+# Conversation: leader connects (DEALER) -> Hello; coordinator -> Welcome (or Error + Shutdown);
+# then coordinator -> StepPlan, leader -> StepResult (or Error with the stepId); either side may
+# send Heartbeat at any time and the other echoes it; coordinator -> Shutdown ends every rank.
+@0x950cd50db64888f7;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tpserve::wire");
+
+const workerProtocolVersion :UInt32 = 1;
+
+struct LogitBias {
+  tokenId @0 :Int32;
+  bias @1 :Float32;
+}
+
+struct SamplingParams {
+  temperature @0 :Float32;              # 0: greedy
+  topK @1 :Int32;                       # 0: off
+  topP @2 :Float32 = 1.0;               # 1: off
+  minP @3 :Float32;                     # 0: off
+  repetitionPenalty @4 :Float32 = 1.0;
+  presencePenalty @5 :Float32;
+  frequencyPenalty @6 :Float32;
+  seed @7 :UInt64;
+  logitBias @8 :List(LogitBias);
+  numLogprobs @9 :Int32;                # top-n logprobs to return
+}
+
+struct SequencePlan {
+  seqId @0 :UInt64;
+  numCached @1 :Int32;                  # position of tokenIds[0]
+  tokenIds @2 :List(Int32);             # [n]
+  blockTable @3 :List(Int32);           # physical KV blocks covering [0, numCached + n)
+  needsToken @4 :Bool;
+  sampling @5 :SamplingParams;
+  sampleIndex @6 :UInt32;
+  penaltyTokens @7 :List(Int32);
+}
+
+struct BlockCopy {
+  src @0 :Int32;
+  dst @1 :Int32;
+}
+
+struct StepPlan {
+  stepId @0 :UInt64;
+  sequences @1 :List(SequencePlan);
+  blockCopies @2 :List(BlockCopy);      # copy-on-write, run before the step
+  returnLogits @3 :Bool;
+}
+
+struct TokenLogprob {
+  tokenId @0 :Int32;
+  logprob @1 :Float32;
+}
+
+struct SequenceResult {
+  seqId @0 :UInt64;
+  tokenId @1 :Int32 = -1;
+  logprob @2 :Float32;
+  topLogprobs @3 :List(TokenLogprob);
+  logits @4 :List(Float32);             # [V], only when StepPlan.returnLogits
+}
+
+struct StepResult {
+  stepId @0 :UInt64;
+  sequences @1 :List(SequenceResult);   # one per SequencePlan with needsToken, in plan order
+  computeMs @2 :Float64;
+  allreduceMs @3 :Float64;
+}
+
+# Identifies the model file without shipping it: its size and the SHA-256 of its first
+# min(size, 8 MiB) bytes (the GGUF header, metadata and tensor table of any model we serve).
+struct ModelFingerprint {
+  fileSize @0 :UInt64;
+  sha256 @1 :Data;                      # 32 bytes
+}
+
+struct Hello {
+  protocolVersion @0 :UInt32;
+  model @1 :ModelFingerprint;
+  tpSize @2 :Int32;
+  numBlocks @3 :Int32;                  # KV blocks per rank (the same on every rank)
+  blockSize @4 :Int32;                  # tokens per block
+  maxModelLen @5 :Int32;                # longest sequence (prompt + output) the group accepts
+  vocabSize @6 :Int32;
+  hostname @7 :Text;
+  pid @8 :Int32;
+}
+
+struct Welcome {
+  groupId @0 :UInt32;                   # the coordinator's name for this worker group
+  heartbeatIntervalMs @1 :UInt32;       # 0: the coordinator will not expect heartbeats
+}
+
+struct Heartbeat {
+  sequence @0 :UInt64;
+  sentUnixMicros @1 :Int64;
+  isEcho @2 :Bool;                      # an answer to the peer's heartbeat
+}
+
+struct Shutdown {
+  reason @0 :Text;
+}
+
+struct Error {
+  code @0 :UInt16;                      # tpserve::StatusCode numeric value
+  message @1 :Text;
+  stepId @2 :UInt64;                    # the step that failed (0: none)
+  isFatal @3 :Bool;                     # the sender is going away
+}
+
+struct WorkerMessage {
+  union {
+    hello @0 :Hello;
+    welcome @1 :Welcome;
+    stepPlan @2 :StepPlan;
+    stepResult @3 :StepResult;
+    heartbeat @4 :Heartbeat;
+    shutdown @5 :Shutdown;
+    error @6 :Error;
+  }
+}

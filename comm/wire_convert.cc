@@ -1,0 +1,190 @@
+#include "comm/wire_convert.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+namespace tpserve::wire_convert {
+namespace {
+
+template <typename T, typename ListBuilder>
+void FillList(const std::vector<T>& values, ListBuilder list) {
+  for (size_t i = 0; i < values.size(); ++i) list.set(static_cast<unsigned>(i), values[i]);
+}
+
+template <typename T, typename ListReader>
+std::vector<T> ReadList(ListReader list) {
+  std::vector<T> values;
+  values.reserve(list.size());
+  for (auto v : list) values.push_back(v);
+  return values;
+}
+
+void FillSampling(const SamplingParams& s, wire::SamplingParams::Builder out) {
+  out.setTemperature(s.temperature);
+  out.setTopK(s.top_k);
+  out.setTopP(s.top_p);
+  out.setMinP(s.min_p);
+  out.setRepetitionPenalty(s.repetition_penalty);
+  out.setPresencePenalty(s.presence_penalty);
+  out.setFrequencyPenalty(s.frequency_penalty);
+  out.setSeed(s.seed);
+  if (!s.logit_bias.empty()) {
+    auto bias = out.initLogitBias(static_cast<unsigned>(s.logit_bias.size()));
+    for (size_t i = 0; i < s.logit_bias.size(); ++i) {
+      bias[i].setTokenId(s.logit_bias[i].first);
+      bias[i].setBias(s.logit_bias[i].second);
+    }
+  }
+  out.setNumLogprobs(s.num_logprobs);
+}
+
+SamplingParams ReadSampling(wire::SamplingParams::Reader in) {
+  SamplingParams s;
+  s.temperature = in.getTemperature();
+  s.top_k = in.getTopK();
+  s.top_p = in.getTopP();
+  s.min_p = in.getMinP();
+  s.repetition_penalty = in.getRepetitionPenalty();
+  s.presence_penalty = in.getPresencePenalty();
+  s.frequency_penalty = in.getFrequencyPenalty();
+  s.seed = in.getSeed();
+  for (auto b : in.getLogitBias()) s.logit_bias.emplace_back(b.getTokenId(), b.getBias());
+  s.num_logprobs = in.getNumLogprobs();
+  return s;
+}
+
+}  // namespace
+
+void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
+  out.setStepId(plan.step_id);
+  out.setReturnLogits(plan.return_logits);
+  auto sequences = out.initSequences(static_cast<unsigned>(plan.sequences.size()));
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const SequencePlan& seq = plan.sequences[i];
+    auto s = sequences[static_cast<unsigned>(i)];
+    s.setSeqId(seq.seq_id);
+    s.setNumCached(seq.num_cached);
+    FillList(seq.token_ids, s.initTokenIds(static_cast<unsigned>(seq.token_ids.size())));
+    FillList(seq.block_table, s.initBlockTable(static_cast<unsigned>(seq.block_table.size())));
+    s.setNeedsToken(seq.needs_token);
+    FillSampling(seq.sampling, s.initSampling());
+    s.setSampleIndex(seq.sample_index);
+    if (!seq.penalty_tokens.empty()) {
+      FillList(seq.penalty_tokens, s.initPenaltyTokens(static_cast<unsigned>(seq.penalty_tokens.size())));
+    }
+  }
+  if (!plan.block_copies.empty()) {
+    auto copies = out.initBlockCopies(static_cast<unsigned>(plan.block_copies.size()));
+    for (size_t i = 0; i < plan.block_copies.size(); ++i) {
+      copies[static_cast<unsigned>(i)].setSrc(plan.block_copies[i].first);
+      copies[static_cast<unsigned>(i)].setDst(plan.block_copies[i].second);
+    }
+  }
+}
+
+StepPlan ReadStepPlan(wire::StepPlan::Reader in) {
+  StepPlan plan;
+  plan.step_id = in.getStepId();
+  plan.return_logits = in.getReturnLogits();
+  auto sequences = in.getSequences();
+  plan.sequences.reserve(sequences.size());
+  for (auto s : sequences) {
+    SequencePlan seq;
+    seq.seq_id = s.getSeqId();
+    seq.num_cached = s.getNumCached();
+    seq.token_ids = ReadList<int32_t>(s.getTokenIds());
+    seq.block_table = ReadList<int32_t>(s.getBlockTable());
+    seq.needs_token = s.getNeedsToken();
+    seq.sampling = ReadSampling(s.getSampling());
+    seq.sample_index = s.getSampleIndex();
+    seq.penalty_tokens = ReadList<int32_t>(s.getPenaltyTokens());
+    plan.sequences.push_back(std::move(seq));
+  }
+  for (auto c : in.getBlockCopies()) plan.block_copies.emplace_back(c.getSrc(), c.getDst());
+  return plan;
+}
+
+void FillStepResult(const StepResult& result, wire::StepResult::Builder out) {
+  out.setStepId(result.step_id);
+  out.setComputeMs(result.compute_ms);
+  out.setAllreduceMs(result.allreduce_ms);
+  auto sequences = out.initSequences(static_cast<unsigned>(result.sequences.size()));
+  for (size_t i = 0; i < result.sequences.size(); ++i) {
+    const SequenceResult& seq = result.sequences[i];
+    auto s = sequences[static_cast<unsigned>(i)];
+    s.setSeqId(seq.seq_id);
+    s.setTokenId(seq.token_id);
+    s.setLogprob(seq.logprob);
+    if (!seq.top_logprobs.empty()) {
+      auto top = s.initTopLogprobs(static_cast<unsigned>(seq.top_logprobs.size()));
+      for (size_t j = 0; j < seq.top_logprobs.size(); ++j) {
+        top[static_cast<unsigned>(j)].setTokenId(seq.top_logprobs[j].token_id);
+        top[static_cast<unsigned>(j)].setLogprob(seq.top_logprobs[j].logprob);
+      }
+    }
+    if (!seq.logits.empty()) {
+      FillList(seq.logits, s.initLogits(static_cast<unsigned>(seq.logits.size())));
+    }
+  }
+}
+
+StepResult ReadStepResult(wire::StepResult::Reader in) {
+  StepResult result;
+  result.step_id = in.getStepId();
+  result.compute_ms = in.getComputeMs();
+  result.allreduce_ms = in.getAllreduceMs();
+  auto sequences = in.getSequences();
+  result.sequences.reserve(sequences.size());
+  for (auto s : sequences) {
+    SequenceResult seq;
+    seq.seq_id = s.getSeqId();
+    seq.token_id = s.getTokenId();
+    seq.logprob = s.getLogprob();
+    for (auto t : s.getTopLogprobs()) seq.top_logprobs.push_back({t.getTokenId(), t.getLogprob()});
+    seq.logits = ReadList<float>(s.getLogits());
+    result.sequences.push_back(std::move(seq));
+  }
+  return result;
+}
+
+std::string ToBytes(capnp::MessageBuilder& message) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  kj::ArrayPtr<const kj::byte> bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+Status ReadFlatMessage(std::string_view bytes, const DecodeLimits& limits,
+                       const std::function<void(capnp::MessageReader&)>& read) {
+  if (bytes.size() > limits.max_bytes) {
+    return InvalidArgument("message of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
+                           std::to_string(limits.max_bytes));
+  }
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return DataLoss("message of " + std::to_string(bytes.size()) +
+                    " bytes is not a whole number of 8-byte words");
+  }
+  // Copy into word-aligned storage: the input may sit at any address.
+  const size_t num_words = bytes.size() / sizeof(capnp::word);
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(num_words);
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = std::max<uint64_t>(1024, num_words * limits.traversal_factor);
+  options.nestingLimit = limits.nesting_limit;
+  kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&]() {
+    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
+    if (reader.getEnd() != words.end()) {
+      KJ_FAIL_REQUIRE("trailing bytes after the message");
+    }
+    read(reader);
+  });
+  KJ_IF_MAYBE(e, error) {
+    return DataLoss(std::string("malformed Cap'n Proto message: ") + e->getDescription().cStr());
+  }
+  return OkStatus();
+}
+
+}  // namespace tpserve::wire_convert
