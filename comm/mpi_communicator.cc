@@ -1,0 +1,111 @@
+#include "comm/mpi_communicator.h"
+
+#include <climits>
+#include <cstdint>
+
+namespace tpserve {
+namespace {
+
+// MPI counts are int: collectives over more elements than INT_MAX go in chunks.
+constexpr size_t kMaxChunk = static_cast<size_t>(INT_MAX);
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm,
+                                                                    const MpiCommunicatorOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  CHECK(initialized) << "MpiCommunicator::Create before MPI_Init";
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(comm, &dup));
+  MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+  int rank = 0, size = 0;
+  MPI_CHECK(MPI_Comm_rank(dup, &rank));
+  MPI_CHECK(MPI_Comm_size(dup, &size));
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(dup, rank, size, options));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // Freeing a communicator with a collective in flight is unsafe; a broken one is left to exit.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (broken_.ok() && !finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Status MpiCommunicator::Finish(MPI_Request* request, const char* what,
+                               std::optional<std::chrono::milliseconds> deadline, bool timed,
+                               SteadyClock::time_point start) {
+  std::optional<SteadyClock::time_point> until;
+  if (deadline) until = start + *deadline;
+  Status status = WaitForRequest(request, options_.wait, until, what);
+  if (timed) collective_seconds_ += std::chrono::duration<double>(SteadyClock::now() - start).count();
+  if (!status.ok()) broken_ = status;
+  return status;
+}
+
+Status MpiCommunicator::AllReduceSum(float* data, size_t count) {
+  RETURN_IF_ERROR(broken_);
+  if (size_ == 1) return OkStatus();
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (size_t offset = 0; offset < count; offset += kMaxChunk) {
+    const int n = static_cast<int>(std::min(kMaxChunk, count - offset));
+    MPI_Request request;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_, &request));
+    RETURN_IF_ERROR(Finish(&request, "MPI all-reduce", options_.deadline, true, start));
+  }
+  return OkStatus();
+}
+
+Status MpiCommunicator::AllGather(const float* in, size_t count, float* out) {
+  RETURN_IF_ERROR(broken_);
+  if (count > kMaxChunk) return InvalidArgument("MPI all-gather of more than INT_MAX floats per rank");
+  const SteadyClock::time_point start = SteadyClock::now();
+  MPI_Request request;
+  const void* send = (in == out + static_cast<size_t>(rank_) * count) ? MPI_IN_PLACE : in;
+  MPI_CHECK(MPI_Iallgather(send, static_cast<int>(count), MPI_FLOAT, out, static_cast<int>(count), MPI_FLOAT,
+                           comm_, &request));
+  return Finish(&request, "MPI all-gather", options_.deadline, true, start);
+}
+
+Status MpiCommunicator::Broadcast(void* data, size_t bytes, int root) {
+  RETURN_IF_ERROR(broken_);
+  const SteadyClock::time_point start = SteadyClock::now();
+  char* p = static_cast<char*>(data);
+  for (size_t offset = 0; offset < bytes || offset == 0; offset += kMaxChunk) {
+    const int n = static_cast<int>(std::min(kMaxChunk, bytes - offset));
+    MPI_Request request;
+    MPI_CHECK(MPI_Ibcast(p + offset, n, MPI_BYTE, root, comm_, &request));
+    RETURN_IF_ERROR(Finish(&request, "MPI broadcast", options_.deadline, true, start));
+    if (bytes == 0) break;
+  }
+  return OkStatus();
+}
+
+Status MpiCommunicator::BroadcastWaiting(void* data, size_t bytes, int root,
+                                         std::optional<std::chrono::milliseconds> deadline) {
+  RETURN_IF_ERROR(broken_);
+  if (bytes > kMaxChunk) return InvalidArgument("BroadcastWaiting of more than INT_MAX bytes");
+  const SteadyClock::time_point start = SteadyClock::now();
+  MPI_Request request;
+  MPI_CHECK(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_, &request));
+  return Finish(&request, "MPI broadcast (waiting)", deadline, false, start);
+}
+
+Status MpiCommunicator::AllReduceMaxInt64(int64_t* data, size_t count) {
+  RETURN_IF_ERROR(broken_);
+  if (count > kMaxChunk) return InvalidArgument("AllReduceMaxInt64 of more than INT_MAX values");
+  const SteadyClock::time_point start = SteadyClock::now();
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_INT64_T, MPI_MAX, comm_, &request));
+  return Finish(&request, "MPI all-reduce max", options_.deadline, true, start);
+}
+
+Status MpiCommunicator::Barrier() {
+  RETURN_IF_ERROR(broken_);
+  const SteadyClock::time_point start = SteadyClock::now();
+  MPI_Request request;
+  MPI_CHECK(MPI_Ibarrier(comm_, &request));
+  return Finish(&request, "MPI barrier", options_.deadline, true, start);
+}
+
+}  // namespace tpserve

@@ -1,0 +1,125 @@
+// MpiCommunicator collectives at any group size, against sums computed locally from every rank's
+// (seeded, hence reproducible) inputs; and the deadline when a peer never joins.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/mpi_communicator.h"
+
+namespace tpserve {
+namespace {
+
+// The input rank `rank` contributes in test `salt`: reproducible on every rank.
+std::vector<float> RankInput(int rank, size_t count, int salt) {
+  std::mt19937 rng(1000 * salt + rank);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+std::unique_ptr<MpiCommunicator> MakeComm(std::chrono::milliseconds deadline = std::chrono::milliseconds(30000)) {
+  MpiCommunicatorOptions options;
+  options.deadline = deadline;
+  auto comm = MpiCommunicator::Create(MPI_COMM_WORLD, options);
+  CHECK(comm.ok()) << comm.status().ToString();
+  return std::move(comm).value();
+}
+
+TEST(MpiCommunicatorTest, RankAndSizeMatchWorld) {
+  auto comm = MakeComm();
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EXPECT_EQ(comm->rank(), rank);
+  EXPECT_EQ(comm->size(), size);
+}
+
+TEST(MpiCommunicatorTest, AllReduceSumMatchesLocalSumAndIsIdenticalOnEveryRank) {
+  auto comm = MakeComm();
+  for (size_t count : {size_t{1}, size_t{7}, size_t{576}, size_t{100003}}) {
+    std::vector<float> data = RankInput(comm->rank(), count, static_cast<int>(count % 1000));
+    ASSERT_TRUE(comm->AllReduceSum(data.data(), count).ok());
+    std::vector<double> expected(count, 0.0);
+    for (int r = 0; r < comm->size(); ++r) {
+      std::vector<float> input = RankInput(r, count, static_cast<int>(count % 1000));
+      for (size_t i = 0; i < count; ++i) expected[i] += input[i];
+    }
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_NEAR(data[i], expected[i], 1e-5 * comm->size()) << "count " << count << " index " << i;
+    }
+    // Every rank must hold bitwise the same sum, or ranks' hidden states drift apart.
+    std::vector<float> gathered(count * comm->size());
+    ASSERT_TRUE(comm->AllGather(data.data(), count, gathered.data()).ok());
+    for (int r = 0; r < comm->size(); ++r) {
+      ASSERT_EQ(0, std::memcmp(gathered.data() + r * count, data.data(), count * sizeof(float)))
+          << "rank " << r << " holds a different sum";
+    }
+  }
+  EXPECT_GT(comm->collective_seconds(), 0.0);
+}
+
+TEST(MpiCommunicatorTest, AllGatherConcatenatesInRankOrder) {
+  auto comm = MakeComm();
+  const size_t count = 333;
+  std::vector<float> mine = RankInput(comm->rank(), count, 7);
+  std::vector<float> out(count * comm->size(), NAN);
+  ASSERT_TRUE(comm->AllGather(mine.data(), count, out.data()).ok());
+  for (int r = 0; r < comm->size(); ++r) {
+    std::vector<float> expected = RankInput(r, count, 7);
+    ASSERT_EQ(0, std::memcmp(out.data() + r * count, expected.data(), count * sizeof(float))) << "rank " << r;
+  }
+  // In place: this rank's slice already sits in `out`.
+  std::vector<float> in_place(count * comm->size(), NAN);
+  std::copy(mine.begin(), mine.end(), in_place.begin() + comm->rank() * count);
+  ASSERT_TRUE(comm->AllGather(in_place.data() + comm->rank() * count, count, in_place.data()).ok());
+  EXPECT_EQ(in_place, out);
+}
+
+TEST(MpiCommunicatorTest, BroadcastFromEveryRoot) {
+  auto comm = MakeComm();
+  for (int root = 0; root < comm->size(); ++root) {
+    std::vector<float> data = RankInput(comm->rank(), 1000, 11);
+    ASSERT_TRUE(comm->Broadcast(data.data(), data.size() * sizeof(float), root).ok());
+    EXPECT_EQ(data, RankInput(root, 1000, 11)) << "root " << root;
+  }
+  uint64_t nothing = 0;
+  EXPECT_TRUE(comm->Broadcast(&nothing, 0, 0).ok());
+  EXPECT_TRUE(comm->Barrier().ok());
+}
+
+TEST(MpiCommunicatorTest, BroadcastWaitingAndMaxInt64) {
+  auto comm = MakeComm();
+  uint64_t value = comm->rank() == 0 ? 0xfeedfacecafebeefull : 0;
+  ASSERT_TRUE(comm->BroadcastWaiting(&value, sizeof(value), 0, std::nullopt).ok());
+  EXPECT_EQ(value, 0xfeedfacecafebeefull);
+  int64_t v[2] = {comm->rank(), -comm->rank()};
+  ASSERT_TRUE(comm->AllReduceMaxInt64(v, 2).ok());
+  EXPECT_EQ(v[0], comm->size() - 1);
+  EXPECT_EQ(v[1], 0);
+}
+
+TEST(MpiCommunicatorTest, PeerThatNeverJoinsGivesDeadlineExceeded) {
+  auto comm = MakeComm(std::chrono::milliseconds(300));
+  float x = 1.0f;
+  if (comm->rank() != 1) {
+    const auto start = std::chrono::steady_clock::now();
+    Status status = comm->AllReduceSum(&x, 1);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+    EXPECT_GE(waited, 0.29);
+    EXPECT_LT(waited, 5.0);
+    // Broken from now on: the same error, at once.
+    EXPECT_EQ(comm->Barrier().code(), StatusCode::kDeadlineExceeded);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The abandoned collective stays pending on the broken communicator; leak it (as a real
+  // process that saw this error would exit).
+  comm.release();
+}
+
+}  // namespace
+}  // namespace tpserve
