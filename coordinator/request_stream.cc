@@ -1,0 +1,109 @@
+#include "coordinator/request_stream.h"
+
+namespace tpserve {
+
+SampleUsage UsageOf(const Sequence& seq) {
+  SampleUsage u;
+  u.num_prompt_tokens = seq.num_prompt_tokens();
+  u.num_output_tokens = seq.num_output_tokens();
+  u.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
+  u.ttft_s = seq.ttft_s();
+  u.tpot_s = seq.tpot_s();
+  return u;
+}
+
+RequestStream::RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request,
+                             const Tokenizer* tokenizer)
+    : client_request_id_(client_request_id),
+      is_stream_(request.stream),
+      wants_logprobs_(request.sampling.num_logprobs > 0) {
+  const uint32_t n = std::max<uint32_t>(request.n, 1);
+  samples_.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    Sample sample{tokenizer ? std::make_unique<StreamDecoder>(*tokenizer) : nullptr,
+                  StopStringMatcher(request.stop), {}, false};
+    sample.pending.sample_index = i;
+    samples_.push_back(std::move(sample));
+  }
+}
+
+proto::ServerMessage RequestStream::ChunkMessage(Sample& sample) {
+  proto::ServerMessage m;
+  m.request_id = client_request_id_;
+  m.kind = proto::ServerMessageKind::kChunk;
+  m.chunk = std::move(sample.pending);
+  sample.pending = proto::TokenChunk();
+  sample.pending.sample_index = m.chunk.sample_index;
+  return m;
+}
+
+proto::ServerMessage RequestStream::FinishMessage(int32_t sample_index, proto::FinishReason reason,
+                                                  const SampleUsage& usage) {
+  proto::ServerMessage m;
+  m.request_id = client_request_id_;
+  m.kind = proto::ServerMessageKind::kFinish;
+  m.finish.sample_index = static_cast<uint32_t>(sample_index);
+  m.finish.reason = reason;
+  m.finish.usage.prompt_tokens = static_cast<uint32_t>(usage.num_prompt_tokens);
+  m.finish.usage.completion_tokens = static_cast<uint32_t>(usage.num_output_tokens);
+  m.finish.usage.cached_prompt_tokens = static_cast<uint32_t>(usage.num_cached_prompt_tokens);
+  m.finish.ttft_ms = usage.ttft_s < 0 ? 0 : usage.ttft_s * 1e3;
+  m.finish.tpot_ms = usage.tpot_s < 0 ? 0 : usage.tpot_s * 1e3;
+  return m;
+}
+
+RequestStream::Output RequestStream::OnEvent(const SequenceEvent& event) {
+  Output out;
+  if (event.sample_index < 0 || event.sample_index >= num_samples()) return out;
+  Sample& sample = samples_[event.sample_index];
+  if (sample.is_finished) return out;
+  if (event.token_id >= 0) {
+    sample.pending.token_ids.push_back(event.token_id);
+    if (wants_logprobs_) sample.pending.logprobs.push_back({event.logprob, event.top_logprobs});
+    // The token that ended the sample by EOS / stop id contributes no text.
+    const bool is_end_token = event.is_finished && event.finish_reason == FinishReason::kStop;
+    if (sample.decoder && !is_end_token) {
+      sample.pending.text += sample.stops.Push(sample.decoder->Push(event.token_id));
+      out.is_stop_string_hit = sample.stops.stopped();
+    }
+  }
+  if (event.is_finished || out.is_stop_string_hit) {
+    proto::FinishReason reason = proto::FinishReason::kStop;
+    if (!out.is_stop_string_hit) {
+      reason = event.finish_reason == FinishReason::kLength      ? proto::FinishReason::kLength
+               : event.finish_reason == FinishReason::kCancelled ? proto::FinishReason::kCancelled
+                                                                 : proto::FinishReason::kStop;
+    }
+    SampleUsage usage;
+    usage.num_prompt_tokens = event.num_prompt_tokens;
+    usage.num_output_tokens = event.num_output_tokens;
+    usage.num_cached_prompt_tokens = event.num_cached_prompt_tokens;
+    usage.ttft_s = event.ttft_s;
+    usage.tpot_s = event.tpot_s;
+    if (out.is_stop_string_hit && !event.is_finished) return out;  // caller aborts, then FinishSample
+    out.messages = FinishSample(event.sample_index, reason, usage);
+    return out;
+  }
+  if (is_stream_ && (!sample.pending.token_ids.empty() || !sample.pending.text.empty())) {
+    out.messages.push_back(ChunkMessage(sample));
+  }
+  return out;
+}
+
+std::vector<proto::ServerMessage> RequestStream::FinishSample(int32_t sample_index, proto::FinishReason reason,
+                                                              const SampleUsage& usage) {
+  std::vector<proto::ServerMessage> messages;
+  Sample& sample = samples_[sample_index];
+  if (sample.is_finished) return messages;
+  if (!sample.stops.stopped()) {
+    if (sample.decoder) sample.pending.text += sample.stops.Push(sample.decoder->Flush());
+    sample.pending.text += sample.stops.Flush();
+  }
+  if (!sample.pending.token_ids.empty() || !sample.pending.text.empty()) messages.push_back(ChunkMessage(sample));
+  messages.push_back(FinishMessage(sample_index, reason, usage));
+  sample.is_finished = true;
+  ++num_finished_;
+  return messages;
+}
+
+}  // namespace tpserve

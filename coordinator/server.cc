@@ -1,0 +1,540 @@
+#include "coordinator/server.h"
+
+#include <algorithm>
+#include <zmq.hpp>
+
+#include "comm/zmq_transport.h"
+#include "common/logging.h"
+
+namespace tpserve {
+namespace {
+
+constexpr std::chrono::milliseconds kSendTimeout{0};  // never block the loop on one peer
+constexpr int kMaxMessagesPerPoll = 256;              // fairness between the two sockets
+constexpr auto kThroughputWindow = std::chrono::seconds(10);
+
+proto::ServerMessage ReplyTo(uint64_t request_id, proto::ServerMessageKind kind) {
+  proto::ServerMessage m;
+  m.request_id = request_id;
+  m.kind = kind;
+  return m;
+}
+
+}  // namespace
+
+Server::Server(const ServerOptions& options, const Tokenizer* tokenizer)
+    : options_(options), tokenizer_(tokenizer), prompt_builder_(tokenizer) {}
+
+Server::~Server() {
+  client_socket_.reset();
+  worker_socket_.reset();
+  context_.reset();
+}
+
+StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, const Tokenizer* tokenizer) {
+  if (options.limits.vocab_size <= 0 || options.limits.context_length <= 1) {
+    return InvalidArgument("server needs the model's vocab size and context length");
+  }
+  std::unique_ptr<Server> server(new Server(options, tokenizer));
+  server->context_ = std::make_unique<zmq::context_t>(1);
+  SocketOptions client_options;
+  client_options.max_message_bytes = proto::kMaxClientMessageBytes;
+  client_options.send_hwm = 100000;
+  client_options.recv_hwm = 10000;
+  client_options.router_mandatory = true;
+  ASSIGN_OR_RETURN(server->client_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
+                                                           options.client_endpoint, client_options));
+  SocketOptions worker_options;
+  worker_options.max_message_bytes = int64_t{256} << 20;  // step results with logits (tests)
+  worker_options.router_mandatory = true;
+  ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
+                                                           options.worker_endpoint, worker_options));
+  LOG(INFO) << "coordinator: clients on " << server->client_endpoint() << ", workers on "
+            << server->worker_endpoint();
+  return server;
+}
+
+const std::string& Server::client_endpoint() const { return client_socket_->endpoint(); }
+const std::string& Server::worker_endpoint() const { return worker_socket_->endpoint(); }
+
+// ---------------------------------------------------------------------------------------------
+// The loop
+
+Status Server::Run() {
+  while (!stop_requested_.load()) {
+    if (drain_requested_.load() && !is_draining_) {
+      is_draining_ = true;
+      LOG(INFO) << "coordinator: draining (" << requests_.size() << " requests running)";
+    }
+    if (is_draining_ && requests_.empty()) break;
+
+    ASSIGN_OR_RETURN(std::vector<bool> readable,
+                     PollReadable({client_socket_.get(), worker_socket_.get()}, std::chrono::milliseconds(20)));
+    for (int i = 0; i < kMaxMessagesPerPoll && readable[1]; ++i) {
+      StatusOr<Frames> frames = worker_socket_->Receive(std::chrono::milliseconds(0));
+      if (!frames.ok()) break;
+      HandleWorkerFrames(std::move(*frames));
+    }
+    for (int i = 0; i < kMaxMessagesPerPoll && readable[0]; ++i) {
+      StatusOr<Frames> frames = client_socket_->Receive(std::chrono::milliseconds(0));
+      if (!frames.ok()) break;
+      HandleClientFrames(std::move(*frames));
+    }
+    const Clock::time_point now = Clock::now();
+    CheckGroups(now);
+    ExpireSilentClients(now);
+    StartSteps();
+  }
+  ShutdownGroups(stop_requested_.load() ? "coordinator stopped" : "coordinator drained");
+  LOG(INFO) << "coordinator: exiting";
+  return OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+void Server::HandleClientFrames(std::vector<std::string> frames) {
+  if (frames.size() != 2) {  // [routing id, message]
+    ++num_messages_dropped_;
+    return;
+  }
+  const std::string& client_id = frames[0];
+  StatusOr<proto::ClientMessage> decoded = proto::DecodeClientMessage(frames[1].data(), frames[1].size());
+  if (!decoded.ok()) {
+    ++num_messages_dropped_;
+    // Answer so a well-meaning client learns why; request id 0: we could not read one.
+    SendToClient(client_id, proto::MakeErrorMessage(0, proto::ErrorKind::kInvalidRequest, decoded.status().message()));
+    return;
+  }
+  const proto::ClientMessage& message = *decoded;
+  client_last_seen_[client_id] = Clock::now();
+  if (message.version != proto::kClientProtocolVersion) {
+    Reject(client_id, message.request_id,
+           InvalidArgument("protocol version " + std::to_string(message.version) + " is not spoken here (expected " +
+                           std::to_string(proto::kClientProtocolVersion) + ")"));
+    return;
+  }
+  if (!options_.api_keys.empty() &&
+      std::find(options_.api_keys.begin(), options_.api_keys.end(), message.api_key) == options_.api_keys.end()) {
+    if (message.kind != proto::ClientMessageKind::kHeartbeat) {
+      Reject(client_id, message.request_id, Status(StatusCode::kUnauthenticated, "missing or unknown API key"));
+    }
+    return;
+  }
+  switch (message.kind) {
+    case proto::ClientMessageKind::kGenerate: HandleGenerate(client_id, message); break;
+    case proto::ClientMessageKind::kCancel: HandleCancel(client_id, message.request_id); break;
+    case proto::ClientMessageKind::kHealth: {
+      proto::ServerMessage reply = ReplyTo(message.request_id, proto::ServerMessageKind::kHealth);
+      reply.health = MakeHealth();
+      SendToClient(client_id, reply);
+      break;
+    }
+    case proto::ClientMessageKind::kStats: {
+      proto::ServerMessage reply = ReplyTo(message.request_id, proto::ServerMessageKind::kStats);
+      reply.stats = MakeStats();
+      SendToClient(client_id, reply);
+      break;
+    }
+    case proto::ClientMessageKind::kHeartbeat: break;
+  }
+}
+
+void Server::Reject(const std::string& client_id, uint64_t client_request_id, const Status& status) {
+  ++num_requests_rejected_;
+  SendToClient(client_id,
+               proto::MakeErrorMessage(client_request_id, proto::ErrorKindFromStatus(status), status.message()));
+}
+
+void Server::HandleGenerate(const std::string& client_id, const proto::ClientMessage& message) {
+  ++num_requests_total_;
+  const uint64_t client_request_id = message.request_id;
+  if (request_by_client_.count({client_id, client_request_id})) {
+    Reject(client_id, client_request_id, InvalidArgument("request id " + std::to_string(client_request_id) +
+                                                         " is already in flight on this connection"));
+    return;
+  }
+  if (is_draining_) {
+    Reject(client_id, client_request_id, ResourceExhausted("the server is draining; send the request elsewhere"));
+    return;
+  }
+  if (static_cast<int32_t>(requests_.size()) >= options_.max_live_requests) {
+    Reject(client_id, client_request_id, ResourceExhausted("too many requests in flight; retry later"));
+    return;
+  }
+  const proto::GenerateRequest& request = message.generate;
+  Status valid = ValidateGenerateRequest(request, options_.limits);
+  if (!valid.ok()) return Reject(client_id, client_request_id, valid);
+  StatusOr<std::vector<int32_t>> prompt = prompt_builder_.Build(request);
+  if (!prompt.ok()) return Reject(client_id, client_request_id, prompt.status());
+  valid = ValidatePromptLength(*prompt, options_.limits);
+  if (!valid.ok()) return Reject(client_id, client_request_id, valid);
+  WorkerGroupLink* group = LeastLoadedGroup();
+  if (group == nullptr) {
+    Reject(client_id, client_request_id, ResourceExhausted("no worker group is registered yet; retry later"));
+    return;
+  }
+
+  ScheduleRequest schedule;
+  schedule.request_id = next_request_id_;
+  schedule.prompt_ids = std::move(*prompt);
+  schedule.sampling = request.sampling;
+  schedule.stopping.max_tokens = static_cast<int32_t>(std::min<uint32_t>(request.max_tokens, 1u << 30));
+  schedule.stopping.stop_token_ids = request.stop_token_ids;
+  schedule.stopping.ignore_eos = request.ignore_eos;
+  schedule.stopping.eos_token_id = options_.eos_id;
+  if (request.prompt_kind == proto::PromptKind::kChat && prompt_builder_.end_of_turn_id() >= 0 &&
+      prompt_builder_.end_of_turn_id() != options_.eos_id && !request.ignore_eos) {
+    schedule.stopping.stop_token_ids.push_back(prompt_builder_.end_of_turn_id());
+  }
+  schedule.num_samples = static_cast<int32_t>(request.n);
+  schedule.priority = request.priority;
+  Status added = group->scheduler().Add(std::move(schedule));
+  if (!added.ok()) return Reject(client_id, client_request_id, added);
+
+  LiveRequest live;
+  live.client_id = client_id;
+  live.group_id = group->group_id();
+  live.stream = std::make_unique<RequestStream>(client_request_id, request, tokenizer_);
+  requests_.emplace(next_request_id_, std::move(live));
+  request_by_client_[{client_id, client_request_id}] = next_request_id_;
+  ++next_request_id_;
+}
+
+void Server::HandleCancel(const std::string& client_id, uint64_t client_request_id) {
+  auto it = request_by_client_.find({client_id, client_request_id});
+  if (it == request_by_client_.end()) return;  // finished already, or never existed
+  const uint64_t request_id = it->second;
+  LiveRequest& live = requests_.at(request_id);
+  auto group_it = groups_.find(live.group_id);
+  std::vector<proto::ServerMessage> messages;
+  for (int32_t i = 0; i < live.stream->num_samples(); ++i) {
+    if (live.stream->is_sample_finished(i)) continue;
+    SampleUsage usage;
+    if (group_it != groups_.end()) {
+      const Sequence* seq = group_it->second->scheduler().FindSequence(SequenceIdOf(request_id, i));
+      if (seq != nullptr) usage = UsageOf(*seq);
+    }
+    for (auto& m : live.stream->FinishSample(i, proto::FinishReason::kCancelled, usage)) messages.push_back(std::move(m));
+  }
+  ForgetRequest(request_id);
+  for (const auto& m : messages) SendToClient(client_id, m);
+}
+
+void Server::SendToClient(const std::string& client_id, const proto::ServerMessage& message) {
+  Status sent = client_socket_->Send({client_id, proto::EncodeServerMessage(message)}, kSendTimeout);
+  if (!sent.ok()) {
+    LOG(INFO) << "coordinator: client gone or not reading (" << sent.ToString() << "); cancelling its requests";
+    DropClient(client_id);
+  }
+}
+
+void Server::DropClient(const std::string& client_id) {
+  std::vector<uint64_t> ids;
+  for (auto it = request_by_client_.lower_bound({client_id, 0});
+       it != request_by_client_.end() && it->first.first == client_id; ++it) {
+    ids.push_back(it->second);
+  }
+  for (uint64_t id : ids) ForgetRequest(id);
+  client_last_seen_.erase(client_id);
+}
+
+void Server::ExpireSilentClients(Clock::time_point now) {
+  if (options_.client_timeout.count() <= 0) return;
+  std::vector<std::string> silent;
+  for (const auto& [client_id, seen] : client_last_seen_) {
+    if (now - seen > options_.client_timeout) silent.push_back(client_id);
+  }
+  for (const std::string& client_id : silent) {
+    bool has_requests = false;
+    auto it = request_by_client_.lower_bound({client_id, 0});
+    has_requests = it != request_by_client_.end() && it->first.first == client_id;
+    if (has_requests) {
+      LOG(INFO) << "coordinator: client silent for too long; cancelling its requests";
+    }
+    DropClient(client_id);
+  }
+}
+
+void Server::ForgetRequest(uint64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  auto group_it = groups_.find(it->second.group_id);
+  if (group_it != groups_.end()) (void)group_it->second->scheduler().AbortRequest(request_id);
+  request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
+  requests_.erase(it);
+}
+
+proto::HealthReply Server::MakeHealth() const {
+  proto::HealthReply h;
+  h.num_worker_groups = static_cast<uint32_t>(groups_.size());
+  h.draining = is_draining_;
+  h.ok = !groups_.empty() && !is_draining_;
+  h.model_name = options_.model_name;
+  h.vocab_size = static_cast<uint32_t>(options_.limits.vocab_size);
+  h.context_length = static_cast<uint32_t>(options_.limits.context_length);
+  return h;
+}
+
+proto::StatsReply Server::MakeStats() const {
+  proto::StatsReply s;
+  int64_t hit_tokens = 0, query_tokens = 0;
+  double waste_weighted = 0;
+  for (const auto& [id, group] : groups_) {
+    SchedulerStats st = group->scheduler().Stats();
+    s.num_waiting += static_cast<uint32_t>(st.num_waiting);
+    s.num_running += static_cast<uint32_t>(st.num_running);
+    s.blocks_used += static_cast<uint32_t>(st.blocks.num_used);
+    s.blocks_free += static_cast<uint32_t>(st.blocks.num_free);
+    s.blocks_cached += static_cast<uint32_t>(st.blocks.num_cached);
+    s.blocks_total += static_cast<uint32_t>(st.blocks.num_blocks);
+    hit_tokens += st.blocks.prefix_hit_tokens;
+    query_tokens += st.blocks.prefix_query_tokens;
+    waste_weighted += st.blocks.kv_waste * st.blocks.num_used;
+  }
+  s.prefix_hit_rate = query_tokens == 0 ? 0.0 : double(hit_tokens) / double(query_tokens);
+  s.kv_waste = s.blocks_used == 0 ? 0.0 : waste_weighted / s.blocks_used;
+  const Clock::time_point now = Clock::now();
+  int64_t window_tokens = 0;
+  Clock::time_point oldest = now;
+  for (const auto& [t, n] : recent_tokens_) {
+    if (now - t <= kThroughputWindow) {
+      window_tokens += n;
+      oldest = std::min(oldest, t);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(now - oldest).count();
+  s.tokens_per_second = seconds > 0 ? window_tokens / seconds : 0.0;
+  s.num_requests_total = num_requests_total_;
+  s.num_requests_finished = num_requests_finished_;
+  s.num_requests_rejected = num_requests_rejected_;
+  s.num_messages_dropped = num_messages_dropped_;
+  s.num_worker_groups = static_cast<uint32_t>(groups_.size());
+  s.num_steps_total = num_steps_total_;
+  s.num_generated_tokens = num_generated_tokens_;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker groups
+
+Status Server::SendToWorker(const std::string& routing_id, const WorkerMessage& message) {
+  return worker_socket_->Send({routing_id, EncodeWorkerMessage(message)}, kSendTimeout);
+}
+
+WorkerGroupLink* Server::FindGroupByRoutingId(const std::string& routing_id) {
+  for (auto& [id, group] : groups_) {
+    if (group->routing_id() == routing_id) return group.get();
+  }
+  return nullptr;
+}
+
+WorkerGroupLink* Server::LeastLoadedGroup() {
+  WorkerGroupLink* best = nullptr;
+  for (auto& [id, group] : groups_) {
+    if (best == nullptr || group->load() < best->load()) best = group.get();
+  }
+  return best;
+}
+
+void Server::HandleWorkerFrames(std::vector<std::string> frames) {
+  if (frames.size() < 2) {
+    ++num_messages_dropped_;
+    return;
+  }
+  const std::string& routing_id = frames[0];
+  const std::string& payload = frames.back();  // tolerate an empty delimiter frame
+  StatusOr<WorkerMessage> decoded = DecodeWorkerMessage(payload);
+  if (!decoded.ok()) {
+    ++num_messages_dropped_;
+    LOG(WARN) << "coordinator: dropped a worker message: " << decoded.status().ToString();
+    return;
+  }
+  WorkerGroupLink* group = FindGroupByRoutingId(routing_id);
+  if (group != nullptr) group->MarkSeen(Clock::now());
+  std::visit(
+      [&](auto&& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, HelloMessage>) {
+          HandleHello(routing_id, m);
+        } else if constexpr (std::is_same_v<T, StepResult>) {
+          if (group == nullptr || !group->has_step_in_flight()) {
+            ++num_messages_dropped_;
+            return;
+          }
+          HandleStepResult(*group, m);
+        } else if constexpr (std::is_same_v<T, HeartbeatMessage>) {
+          if (!m.is_echo) {
+            HeartbeatMessage echo = m;
+            echo.is_echo = true;
+            (void)SendToWorker(routing_id, echo);
+          }
+        } else if constexpr (std::is_same_v<T, ErrorMessage>) {
+          if (group == nullptr) return;
+          LOG(WARN) << "coordinator: group " << group->group_id() << " reports " << m.ToStatus().ToString();
+          LoseGroup(group->group_id(), "worker group error: " + m.message);
+        } else {
+          ++num_messages_dropped_;  // Welcome/Shutdown/StepPlan are ours to send
+        }
+      },
+      *decoded);
+}
+
+void Server::HandleHello(const std::string& routing_id, const HelloMessage& hello) {
+  auto refuse = [&](const std::string& why) {
+    LOG(WARN) << "coordinator: refused a worker group: " << why;
+    ErrorMessage error;
+    error.code = StatusCode::kFailedPrecondition;
+    error.message = why;
+    error.is_fatal = true;
+    (void)SendToWorker(routing_id, error);
+    (void)SendToWorker(routing_id, ShutdownMessage{why});
+  };
+  if (Status version = CheckProtocolVersion(hello); !version.ok()) return refuse(version.message());
+  if (options_.model_fingerprint && !(hello.model == *options_.model_fingerprint)) {
+    return refuse("the group serves model " + hello.model.ToHex() + ", the coordinator " +
+                  options_.model_fingerprint->ToHex());
+  }
+  if (hello.num_blocks <= 0 || hello.block_size <= 0) return refuse("the group has no KV blocks");
+  if (hello.vocab_size > 0 && hello.vocab_size != options_.limits.vocab_size) {
+    return refuse("vocab size " + std::to_string(hello.vocab_size) + " != " + std::to_string(options_.limits.vocab_size));
+  }
+  if (WorkerGroupLink* old = FindGroupByRoutingId(routing_id)) LoseGroup(old->group_id(), "group re-registered");
+  const uint32_t group_id = next_group_id_++;
+  auto group = std::make_unique<WorkerGroupLink>(group_id, routing_id, hello, options_.scheduler);
+  WelcomeMessage welcome;
+  welcome.group_id = group_id;
+  welcome.heartbeat_interval_ms = static_cast<uint32_t>(options_.heartbeat_interval.count());
+  if (Status sent = SendToWorker(routing_id, welcome); !sent.ok()) {
+    LOG(WARN) << "coordinator: could not welcome a worker group: " << sent.ToString();
+    return;
+  }
+  LOG(INFO) << "coordinator: worker group " << group_id << " registered: tp " << hello.tp_size << ", "
+            << hello.num_blocks << " blocks of " << hello.block_size << " tokens, host " << hello.hostname;
+  groups_.emplace(group_id, std::move(group));
+}
+
+void Server::StartSteps() {
+  const Clock::time_point now = Clock::now();
+  std::vector<std::pair<uint32_t, std::string>> failed;
+  for (auto& [id, group] : groups_) {
+    if (group->has_step_in_flight()) continue;
+    if (group->scheduler().has_unfinished()) {
+      StepPlan plan = group->scheduler().Schedule();  // the engine step, part 1
+      if (!plan.sequences.empty()) {
+        if (Status sent = SendToWorker(group->routing_id(), plan); !sent.ok()) {
+          group->scheduler().DiscardInFlight();
+          failed.emplace_back(id, "could not send a step: " + sent.ToString());
+          continue;
+        }
+        group->SetInFlight(std::move(plan), now);
+        continue;
+      }
+      group->scheduler().DiscardInFlight();
+    }
+    if (now - group->last_heartbeat_sent() >= options_.heartbeat_interval) {
+      HeartbeatMessage heartbeat;
+      heartbeat.sequence = group->NextHeartbeatSequence();
+      if (Status sent = SendToWorker(group->routing_id(), heartbeat); !sent.ok()) {
+        failed.emplace_back(id, "could not send a heartbeat: " + sent.ToString());
+        continue;
+      }
+      group->MarkHeartbeatSent(now);
+    }
+  }
+  for (const auto& [id, why] : failed) LoseGroup(id, why);
+}
+
+void Server::HandleStepResult(WorkerGroupLink& group, const StepResult& result) {
+  // The engine step, part 2: events = scheduler.Postprocess(plan, result); Stream(events).
+  if (result.step_id != group.in_flight().step_id) {
+    ++num_messages_dropped_;  // a late answer to a step we gave up on
+    return;
+  }
+  StepPlan plan = group.TakeInFlight();
+  StatusOr<std::vector<SequenceEvent>> events = group.scheduler().Postprocess(plan, result);
+  if (!events.ok()) {
+    group.scheduler().DiscardInFlight();
+    LoseGroup(group.group_id(), "the group answered a step with a mismatched result: " + events.status().message());
+    return;
+  }
+  ++num_steps_total_;
+  Stream(group, *events);
+}
+
+void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events) {
+  int64_t num_tokens = 0;
+  for (const SequenceEvent& event : events) {
+    auto it = requests_.find(event.request_id);
+    if (it == requests_.end()) continue;
+    LiveRequest& live = it->second;
+    if (event.token_id >= 0) ++num_tokens;
+    RequestStream::Output out = live.stream->OnEvent(event);
+    if (out.is_stop_string_hit && !event.is_finished) {
+      SampleUsage usage;
+      if (const Sequence* seq = group.scheduler().FindSequence(event.seq_id)) usage = UsageOf(*seq);
+      (void)group.scheduler().Abort(event.seq_id, FinishReason::kStop);
+      for (auto& m : live.stream->FinishSample(event.sample_index, proto::FinishReason::kStop, usage)) {
+        out.messages.push_back(std::move(m));
+      }
+    }
+    const std::string client_id = live.client_id;
+    const bool is_done = live.stream->all_finished();
+    if (is_done) {
+      ++num_requests_finished_;
+      request_by_client_.erase({client_id, live.stream->client_request_id()});
+      requests_.erase(it);
+    }
+    for (const auto& m : out.messages) SendToClient(client_id, m);
+  }
+  num_generated_tokens_ += static_cast<uint64_t>(num_tokens);
+  const Clock::time_point now = Clock::now();
+  recent_tokens_.emplace_back(now, num_tokens);
+  while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kThroughputWindow) {
+    recent_tokens_.erase(recent_tokens_.begin());
+  }
+}
+
+void Server::CheckGroups(Clock::time_point now) {
+  std::vector<uint32_t> lost;
+  for (const auto& [id, group] : groups_) {
+    if (group->IsLost(now, options_.step_timeout, options_.heartbeat_timeout)) lost.push_back(id);
+  }
+  for (uint32_t id : lost) LoseGroup(id, "worker group stopped answering (step or heartbeat deadline)");
+}
+
+void Server::LoseGroup(uint32_t group_id, const std::string& why) {
+  auto group_it = groups_.find(group_id);
+  if (group_it == groups_.end()) return;
+  LOG(WARN) << "coordinator: lost worker group " << group_id << ": " << why;
+  std::vector<std::pair<std::string, proto::ServerMessage>> errors;
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second.group_id != group_id) {
+      ++it;
+      continue;
+    }
+    errors.emplace_back(it->second.client_id,
+                        proto::MakeErrorMessage(it->second.stream->client_request_id(), proto::ErrorKind::kWorkerLost,
+                                                "the worker group running this request was lost (" + why + ")"));
+    request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
+    it = requests_.erase(it);
+  }
+  (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
+  groups_.erase(group_it);
+  for (const auto& [client_id, message] : errors) SendToClient(client_id, message);
+}
+
+void Server::ShutdownGroups(const std::string& reason) {
+  for (auto& [id, group] : groups_) (void)SendToWorker(group->routing_id(), ShutdownMessage{reason});
+  for (auto& [request_id, live] : requests_) {
+    (void)client_socket_->Send(
+        {live.client_id, proto::EncodeServerMessage(proto::MakeErrorMessage(
+                             live.stream->client_request_id(), proto::ErrorKind::kOverloaded, "the server stopped"))},
+        kSendTimeout);
+  }
+  requests_.clear();
+  request_by_client_.clear();
+  groups_.clear();
+}
+
+}  // namespace tpserve

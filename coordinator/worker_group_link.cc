@@ -1,0 +1,41 @@
+#include "coordinator/worker_group_link.h"
+
+#include <algorithm>
+
+namespace tpserve {
+namespace {
+
+SchedulerConfig ForGroup(SchedulerConfig config, const HelloMessage& hello) {
+  if (hello.max_model_len > 0) config.max_model_len = std::min(config.max_model_len, hello.max_model_len);
+  return config;
+}
+
+}  // namespace
+
+WorkerGroupLink::WorkerGroupLink(uint32_t group_id, std::string routing_id, const HelloMessage& hello,
+                                 const SchedulerConfig& config)
+    : group_id_(group_id),
+      routing_id_(std::move(routing_id)),
+      hello_(hello),
+      scheduler_(std::make_unique<Scheduler>(ForGroup(config, hello), hello.num_blocks, hello.block_size)),
+      last_seen_(Clock::now()),
+      last_heartbeat_sent_(Clock::now()) {}
+
+void WorkerGroupLink::SetInFlight(StepPlan plan, Clock::time_point now) {
+  in_flight_ = std::move(plan);
+  step_sent_ = now;
+}
+
+StepPlan WorkerGroupLink::TakeInFlight() {
+  StepPlan plan = std::move(*in_flight_);
+  in_flight_.reset();
+  return plan;
+}
+
+bool WorkerGroupLink::IsLost(Clock::time_point now, std::chrono::milliseconds step_timeout,
+                             std::chrono::milliseconds heartbeat_timeout) const {
+  if (in_flight_) return now - step_sent_ > step_timeout;
+  return now - last_seen_ > heartbeat_timeout;
+}
+
+}  // namespace tpserve
