@@ -32,7 +32,8 @@ struct PagedAttentionArgs {
 // order whatever the batch, so results are batch invariant.
 void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool);
 
-// Stores this step's keys and values: slot s = block * block_size + offset.
+// Stores this step's keys and values: slot s = block * block_size + offset; a token whose slot is
+// negative (padding) is skipped.
 // k, v: [T, Hkv, D], slot_mapping: [T], caches: [num_blocks * block_size, Hkv, D]
 void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, int64_t num_tokens,
                   int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache);

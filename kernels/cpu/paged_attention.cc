@@ -1,0 +1,88 @@
+#include "kernels/cpu/paged_attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+
+#if defined(__AVX512F__)
+#include "kernels/cpu/simd.h"
+#endif
+
+namespace tpserve {
+namespace {
+
+// Dot product of two [n] vectors in a fixed order (16 lanes, then a fixed tree).
+inline float Dot(const float* a, const float* b, int64_t n) {
+#if defined(__AVX512F__)
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+#else
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+#endif
+}
+
+// out[n] += w * v[n], each element on its own.
+inline void Axpy(float w, const float* v, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] += w * v[i];
+}
+
+// One (token, head): two passes over the keys 0..p in position order.
+void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<float>* scores) {
+  const int64_t D = a.head_dim, bs = a.block_size;
+  const int64_t kvh = a.kv_head_of_q[h];
+  const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;
+  const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[t]) * a.max_blocks_per_seq;
+  const float* q = a.q + (t * a.num_heads + h) * D;
+  float* out = a.out + (t * a.num_heads + h) * D;
+  // Offset of position j's [D] vector of head kvh inside a cache [num_blocks, bs, Hkv, D].
+  auto offset = [&](int64_t j) {
+    const int64_t block = table[j / bs];
+    return ((block * bs + j % bs) * a.num_kv_heads + kvh) * D;
+  };
+  if (static_cast<int64_t>(scores->size()) < num_keys) scores->resize(num_keys);
+  float* s = scores->data();
+  float max = -INFINITY;
+  for (int64_t j = 0; j < num_keys; ++j) {
+    s[j] = Dot(q, a.k_cache + offset(j), D) * a.scale;
+    max = std::fmax(max, s[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < num_keys; ++j) {
+    s[j] = std::exp(s[j] - max);
+    sum += s[j];
+  }
+  std::memset(out, 0, D * sizeof(float));
+  for (int64_t j = 0; j < num_keys; ++j) Axpy(s[j], a.v_cache + offset(j), D, out);
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < D; ++i) out[i] *= inv;
+}
+
+}  // namespace
+
+void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
+  CHECK(pool != nullptr);
+  CHECK_GT(args.block_size, 0);
+  CHECK_GT(args.num_kv_heads, 0);
+  for (int64_t t = 0; t < args.num_tokens; ++t) {
+    CHECK_GE(args.positions[t], 0);
+    CHECK_LE((static_cast<int64_t>(args.positions[t]) + args.block_size) / args.block_size, args.max_blocks_per_seq)
+        << "token " << t << " at position " << args.positions[t] << " is past its block table";
+  }
+  const int64_t items = args.num_tokens * args.num_heads;
+  pool->ParallelFor(items, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores;
+    for (int64_t i = begin; i < end; ++i) AttendOne(args, i / args.num_heads, i % args.num_heads, &scores);
+  });
+}
+
+}  // namespace tpserve

@@ -1,0 +1,35 @@
+#include "kernels/cpu/rope.h"
+
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+
+namespace tpserve {
+
+void ApplyRope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+               const float* inv_freq, RopeLayout layout) {
+  CHECK_EQ(head_dim % 2, 0);
+  const int64_t half = head_dim / 2;
+  std::vector<float> cos_t(half), sin_t(half);  // [D / 2] for the current token
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    // Angles in f64: positions in the thousands times f32 frequencies lose radians in f32.
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
+      cos_t[i] = static_cast<float>(std::cos(angle));
+      sin_t[i] = static_cast<float>(std::sin(angle));
+    }
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* v = x + (t * num_heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = layout == RopeLayout::kInterleaved ? 2 * i : i;
+        const int64_t b = layout == RopeLayout::kInterleaved ? 2 * i + 1 : i + half;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * cos_t[i] - x1 * sin_t[i];
+        v[b] = x0 * sin_t[i] + x1 * cos_t[i];
+      }
+    }
+  }
+}
+
+}  // namespace tpserve

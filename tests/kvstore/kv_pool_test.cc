@@ -1,0 +1,81 @@
+#include "kvstore/kv_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace tpserve {
+namespace {
+
+TEST(KvPoolTest, BlocksForBudgetDividesByTheBytesOfOneBlockAcrossLayers) {
+  // 30 layers × K,V × 16 tokens × 3 heads × 64 dims × 4 bytes = 737280 bytes per block.
+  EXPECT_EQ(KvPool::BlockBytes(30, 3, 64, 16), 737280);
+  EXPECT_EQ(KvPool::BlocksForBudget(737280 * 10 + 737279, 30, 3, 64), 10);
+  EXPECT_EQ(KvPool::BlocksForBudget(737279, 30, 3, 64), 0);
+  EXPECT_EQ(KvPool::BlocksForBudget(0, 30, 3, 64), 0);
+  EXPECT_EQ(KvPool::BlocksForBudget(1 << 20, 2, 1, 8, 32), (1 << 20) / (2 * 2 * 32 * 8 * 4));
+}
+
+TEST(KvPoolTest, CreateRejectsBadShapes) {
+  EXPECT_EQ(KvPool::Create({0, 3, 64, 16, 10}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvPool::Create({2, 3, 64, 0, 10}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvPool::Create({2, 3, 64, 16, 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvPool::Create({2, 3, 64, 16, int64_t{1} << 60}).status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(KvPoolTest, LayersAreDisjointAlignedAndZeroed) {
+  auto pool_or = KvPool::Create({3, 2, 8, 4, 5});
+  ASSERT_TRUE(pool_or.ok()) << pool_or.status().ToString();
+  KvPool& pool = **pool_or;
+  const int64_t layer_floats = 5 * 4 * 2 * 8;
+  EXPECT_EQ(pool.total_bytes(), 3 * 2 * layer_floats * 4);
+  EXPECT_EQ(pool.num_slots(), 20);
+  for (int64_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.KeyCache(l)) % 64, 0u);
+    EXPECT_EQ(pool.ValueCache(l) - pool.KeyCache(l), layer_floats);
+    if (l > 0) {
+      EXPECT_EQ(pool.KeyCache(l) - pool.ValueCache(l - 1), layer_floats);
+    }
+    for (int64_t i = 0; i < layer_floats; ++i) {
+      ASSERT_EQ(pool.KeyCache(l)[i], 0.0f);
+      ASSERT_EQ(pool.ValueCache(l)[i], 0.0f);
+    }
+  }
+}
+
+TEST(KvPoolTest, CopyBlockCopiesEveryLayerKeyAndValueAndNothingElse) {
+  auto pool_or = KvPool::Create({2, 3, 4, 2, 4});
+  ASSERT_TRUE(pool_or.ok());
+  KvPool& pool = **pool_or;
+  const int64_t block_floats = 2 * 3 * 4, layer_floats = 4 * block_floats;
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t i = 0; i < layer_floats; ++i) {
+      pool.KeyCache(l)[i] = static_cast<float>(1000 * l + i);
+      pool.ValueCache(l)[i] = static_cast<float>(-1000 * l - i);
+    }
+  ASSERT_TRUE(pool.CopyBlock(1, 3).ok());
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t i = 0; i < block_floats; ++i) {
+        const int64_t src = (b == 3 ? 1 : b) * block_floats + i;
+        ASSERT_EQ(pool.KeyCache(l)[b * block_floats + i], static_cast<float>(1000 * l + src));
+        ASSERT_EQ(pool.ValueCache(l)[b * block_floats + i], static_cast<float>(-1000 * l - src));
+      }
+  EXPECT_EQ(pool.CopyBlock(4, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool.CopyBlock(0, -1).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(pool.CopyBlock(2, 2).ok());
+}
+
+TEST(KvPoolTest, CapacityReport) {
+  auto pool_or = KvPool::Create({1, 1, 8, 16, 100});
+  ASSERT_TRUE(pool_or.ok());
+  EXPECT_EQ((*pool_or)->CapacityReport(500),
+            "100 blocks = 1600 tokens; at max_model_len 500 that is 3 concurrent sequences");
+  EXPECT_EQ((*pool_or)->CapacityReport(512),
+            "100 blocks = 1600 tokens; at max_model_len 512 that is 3 concurrent sequences");
+  EXPECT_EQ((*pool_or)->CapacityReport(16),
+            "100 blocks = 1600 tokens; at max_model_len 16 that is 100 concurrent sequences");
+}
+
+}  // namespace
+}  // namespace tpserve
