@@ -60,6 +60,8 @@ class BlockManager {
   // REQUIRES: seq.block_table empty, num_new_tokens >= 0,
   //           NumCachedPrefixTokens(seq) + num_new_tokens <= seq.num_tokens().
   bool CanAllocate(const Sequence& seq, int32_t num_new_tokens) const;
+  // The most new tokens Allocate could take now (0 if not even the cached prefix fits).
+  int32_t MaxAllocatableTokens(const Sequence& seq) const;
   // Takes the cached prefix blocks (ref++), sets seq.num_computed to NumCachedPrefixTokens(seq),
   // and adds fresh blocks so positions [0, num_computed + num_new_tokens) have slots.
   // Counts the lookup in the hit-rate stats. REQUIRES: CanAllocate(seq, num_new_tokens).
@@ -69,6 +71,8 @@ class BlockManager {
   // Whether positions [0, seq.num_computed + num_new_tokens) can get slots, counting a
   // copy-on-write of a shared partially filled block that the new tokens would write into.
   bool CanAppend(const Sequence& seq, int32_t num_new_tokens) const;
+  // The most new tokens Append could take now (<= seq.num_uncomputed()).
+  int32_t MaxAppendableTokens(const Sequence& seq) const;
   // Makes it so. A shared (ref > 1) partial block about to be written is replaced in seq's table
   // by a private copy; the (src, dst) pair is queued for TakeBlockCopies.
   // REQUIRES: CanAppend(seq, num_new_tokens).
@@ -97,6 +101,11 @@ class BlockManager {
  private:
   // Blocks needed to give slots to positions [0, num_positions) on top of `num_held` blocks.
   int32_t BlocksFor(int32_t num_positions, int32_t num_held) const;
+  // The cached blocks holding seq's leading full blocks (capped as NumCachedPrefixTokens), and
+  // their chained hashes into *hashes when given.
+  std::vector<int32_t> CachedPrefixBlocks(const Sequence& seq, std::vector<uint64_t>* hashes) const;
+  // The block the next computed token writes into is shared with another sequence.
+  bool NeedsPrivateCopy(const Sequence& seq) const;
   // Takes a free block, or evicts the least recently released cached one. REQUIRES: available.
   int32_t TakeBlock();
   void Release(int32_t block);
@@ -113,6 +122,7 @@ class BlockManager {
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t num_copies_ = 0;
+  int64_t num_evictions_ = 0;
 };
 
 }  // namespace tpserve
