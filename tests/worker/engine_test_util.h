@@ -1,0 +1,104 @@
+// Helpers shared by the engine tests: executors over random in-memory models, single-sequence steps,
+// and error measures.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "tests/testing/memory_weight_source.h"
+#include "worker/model_executor.h"
+
+namespace tpserve::testing {
+
+// Owns a local communicator and the executor built on it.
+struct LocalEngine {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<ModelExecutor> executor;
+};
+
+inline LocalEngine MakeLocalEngine(const ModelConfig& config, const WeightSource& weights, int block_size = 4,
+                                   int64_t num_blocks = 64, int num_threads = 2) {
+  LocalEngine engine;
+  engine.comm = MakeLocalCommunicator();
+  ExecutorOptions options;
+  options.block_size = block_size;
+  options.num_kv_blocks = num_blocks;
+  options.num_threads = num_threads;
+  auto executor = ModelExecutor::Create(config, weights, engine.comm.get(), options);
+  CHECK(executor.ok()) << executor.status().ToString();
+  engine.executor = std::move(executor).value();
+  return engine;
+}
+
+// A sequence's share of a step that wants the full logits after its last token.
+inline SequencePlan SeqStep(uint64_t seq_id, int32_t num_cached, std::vector<int32_t> tokens,
+                            std::vector<int32_t> block_table, bool needs_token = true) {
+  SequencePlan seq;
+  seq.seq_id = seq_id;
+  seq.num_cached = num_cached;
+  seq.token_ids = std::move(tokens);
+  seq.block_table = std::move(block_table);
+  seq.needs_token = needs_token;
+  return seq;
+}
+
+inline std::vector<int32_t> Iota(int32_t begin, int32_t n) {
+  std::vector<int32_t> v(n);
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+inline std::vector<int32_t> RandomTokens(int n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, vocab - 1);
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = dist(rng);
+  return v;
+}
+
+// max |a - b| / max |b|
+template <typename A, typename B>
+double RelativeError(const std::vector<A>& a, const std::vector<B>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+// Runs one step with return_logits and returns the result; fails the test on error.
+inline StepResult RunStep(ModelExecutor& executor, std::vector<SequencePlan> seqs, uint64_t step_id = 0) {
+  StepPlan plan;
+  plan.step_id = step_id;
+  plan.sequences = std::move(seqs);
+  plan.return_logits = true;
+  auto result = executor.Execute(plan);
+  CHECK(result.ok()) << result.status().ToString();
+  return std::move(result).value();
+}
+
+// Logits [T][V] at every position: prefill of tokens[0..prefill) then one decode step per token,
+// blocks from `block_table`.
+inline std::vector<std::vector<float>> PrefillThenDecode(ModelExecutor& executor, const std::vector<int32_t>& tokens,
+                                                         int prefill, const std::vector<int32_t>& block_table,
+                                                         uint64_t seq_id = 7) {
+  std::vector<std::vector<float>> logits;
+  StepResult first = RunStep(executor, {SeqStep(seq_id, 0, {tokens.begin(), tokens.begin() + prefill}, block_table)});
+  logits.push_back(first.sequences.at(0).logits);
+  for (size_t t = prefill; t < tokens.size(); ++t) {
+    StepResult step = RunStep(executor, {SeqStep(seq_id, static_cast<int32_t>(t), {tokens[t]}, block_table)});
+    logits.push_back(step.sequences.at(0).logits);
+  }
+  return logits;
+}
+
+}  // namespace tpserve::testing

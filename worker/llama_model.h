@@ -1,0 +1,96 @@
+// LlamaModel: one rank's shard of a Llama-family decoder, composed from the parallel layers.
+// Forward runs one flattened batch (prefill chunks and decode tokens of several sequences mixed),
+// stores the batch's keys and values in this rank's paged cache, and produces this rank's logits shard
+// for the rows that need a token. The two all-reduces of each layer live in RowParallelLinear.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "model/model_config.h"
+#include "model/weight_source.h"
+#include "worker/parallel_linear.h"
+#include "worker/shard_plan.h"
+
+namespace tpserve {
+
+// One layer's paged cache on this rank: K and V, each [num_blocks, block_size, Hkv, D].
+struct LayerKvCache {
+  float* k = nullptr;
+  float* v = nullptr;
+};
+
+// The flattened step. Every pointer is borrowed for the duration of Forward.
+struct ForwardBatch {
+  const int32_t* token_ids = nullptr;     // [T]
+  const int32_t* positions = nullptr;     // [T] absolute position of each token in its sequence
+  const int32_t* token_seq = nullptr;     // [T] sequence index s in [0, S)
+  const int32_t* slot_mapping = nullptr;  // [T] cache slot = block * block_size + offset
+  const int32_t* block_tables = nullptr;  // [S, max_blocks_per_seq]
+  const int32_t* logit_rows = nullptr;    // [num_logit_rows] token indices whose logits are wanted
+  int64_t num_tokens = 0;                 // T
+  int64_t max_blocks_per_seq = 0;
+  int64_t num_logit_rows = 0;
+  int64_t block_size = 0;
+};
+
+class LlamaModel {
+ public:
+  // Loads this rank's slices. Errors: the reader's (NOT_FOUND for a missing tensor, DATA_LOSS for a
+  // tensor of the wrong shape), INVALID_ARGUMENT for an unsupported architecture.
+  static StatusOr<std::unique_ptr<LlamaModel>> Load(const ModelConfig& config, const WeightSource& weights,
+                                                    const ShardPlan& shard);
+
+  // REQUIRES: the batch is consistent (ids < V, slots and block tables within the cache, every position's
+  // block present); ModelExecutor validates plans before calling. kv_caches: [L].
+  // logits: [num_logit_rows, V_shard]. Errors: the communicator's.
+  Status Forward(const ForwardBatch& batch, const std::vector<LayerKvCache>& kv_caches, float* logits,
+                 ThreadPool* pool, Communicator& comm);
+
+  const ModelConfig& config() const { return config_; }
+  const ShardPlan& shard() const { return shard_; }
+  int64_t weight_bytes() const;  // this rank's resident weight bytes
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm;  // [hidden]
+    ColumnParallelLinear q;        // [H * D, hidden]
+    ColumnParallelLinear k;        // [Hkv * D, hidden]
+    ColumnParallelLinear v;        // [Hkv * D, hidden]
+    RowParallelLinear o;           // [hidden, H * D]
+    std::vector<float> ffn_norm;   // [hidden]
+    ColumnParallelLinear gate;     // [ffn_shard, hidden]
+    ColumnParallelLinear up;       // [ffn_shard, hidden]
+    RowParallelLinear down;        // [hidden, ffn_shard]
+  };
+
+  LlamaModel(const ModelConfig& config, const ShardPlan& shard) : config_(config), shard_(shard) {}
+  Status LayerForward(const Layer& layer, const ForwardBatch& batch, const LayerKvCache& cache, ThreadPool* pool,
+                      Communicator& comm);
+
+  ModelConfig config_;
+  ShardPlan shard_;
+  std::vector<float> inv_freq_;  // [D / 2]
+  VocabParallelEmbedding embedding_;
+  std::vector<Layer> layers_;
+  std::vector<float> output_norm_;  // [hidden]
+  ParallelLmHead lm_head_;
+  bool lm_head_shares_embedding_ = false;
+
+  // Scratch reused across steps (sized to the largest batch seen).
+  std::vector<float> x_;       // [T, hidden] residual stream
+  std::vector<float> h_;       // [T, hidden] normed input of a block, then its output
+  std::vector<float> q_;       // [T, H, D]
+  std::vector<float> k_;       // [T, Hkv, D]
+  std::vector<float> v_;       // [T, Hkv, D]
+  std::vector<float> attn_;    // [T, H, D]
+  std::vector<float> gate_;    // [T, ffn_shard]
+  std::vector<float> up_;      // [T, ffn_shard]
+  std::vector<float> final_;   // [num_logit_rows, hidden]
+};
+
+}  // namespace tpserve

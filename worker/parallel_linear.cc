@@ -1,0 +1,119 @@
+#include "worker/parallel_linear.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/matmul.h"
+
+namespace tpserve {
+
+StatusOr<WeightSlice> WeightSlice::Load(const WeightSource& weights, const std::string& name, int64_t rows,
+                                        int64_t cols, int64_t row_begin, int64_t row_end, int64_t col_begin,
+                                        int64_t col_end) {
+  CHECK(0 <= row_begin && row_begin <= row_end && row_end <= rows) << name;
+  CHECK(0 <= col_begin && col_begin <= col_end && col_end <= cols) << name;
+  const TensorInfo* info = weights.Find(name);
+  if (info == nullptr) return NotFound("model has no tensor " + name);
+  if (info->shape.size() != 2 || info->rows() != rows || info->cols() != cols) {
+    std::string shape;
+    for (size_t i = 0; i < info->shape.size(); ++i) {
+      if (i > 0) shape.push_back('x');
+      shape.append(std::to_string(info->shape[i]));
+    }
+    return DataLoss("tensor " + name + " has shape [" + shape + "], expected [" + std::to_string(rows) + "x" +
+                    std::to_string(cols) + "]");
+  }
+  WeightSlice slice;
+  slice.matrix_.type = info->type;
+  slice.matrix_.rows = row_end - row_begin;
+  slice.matrix_.cols = col_end - col_begin;
+  if (slice.matrix_.rows == 0 || slice.matrix_.cols == 0) return slice;
+  ASSIGN_OR_RETURN(slice.tensor_, weights.ReadSlice(name, row_begin, row_end, col_begin, col_end));
+  if (slice.tensor_.rows != slice.matrix_.rows || slice.tensor_.cols != slice.matrix_.cols) {
+    return Internal("reader returned a " + std::to_string(slice.tensor_.rows) + "x" +
+                    std::to_string(slice.tensor_.cols) + " slice of " + name);
+  }
+  slice.matrix_.type = slice.tensor_.type;
+  slice.matrix_.data = slice.tensor_.data.get();
+  return slice;
+}
+
+StatusOr<ColumnParallelLinear> ColumnParallelLinear::Load(const WeightSource& weights, const std::string& name,
+                                                          int64_t out_features, int64_t in_features,
+                                                          int64_t row_begin, int64_t row_end) {
+  ColumnParallelLinear layer;
+  layer.in_features_ = in_features;
+  ASSIGN_OR_RETURN(layer.weight_,
+                   WeightSlice::Load(weights, name, out_features, in_features, row_begin, row_end, 0, in_features));
+  return layer;
+}
+
+void ColumnParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool) const {
+  if (num_tokens == 0 || out_shard() == 0) return;
+  MatMul(weight_.matrix(), x, num_tokens, y, pool);
+}
+
+StatusOr<RowParallelLinear> RowParallelLinear::Load(const WeightSource& weights, const std::string& name,
+                                                    int64_t out_features, int64_t in_features, int64_t col_begin,
+                                                    int64_t col_end) {
+  RowParallelLinear layer;
+  layer.out_features_ = out_features;
+  ASSIGN_OR_RETURN(layer.weight_,
+                   WeightSlice::Load(weights, name, out_features, in_features, 0, out_features, col_begin, col_end));
+  return layer;
+}
+
+Status RowParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool,
+                                  Communicator& comm) const {
+  if (num_tokens == 0) return OkStatus();
+  if (in_shard() == 0) {
+    std::fill(y, y + num_tokens * out_features_, 0.0f);  // a rank with no columns contributes zeros
+  } else {
+    MatMul(weight_.matrix(), x, num_tokens, y, pool);
+  }
+  return comm.AllReduceSum(y, static_cast<size_t>(num_tokens * out_features_));
+}
+
+StatusOr<VocabParallelEmbedding> VocabParallelEmbedding::Load(const WeightSource& weights, const std::string& name,
+                                                              int64_t vocab_size, int64_t hidden,
+                                                              int64_t vocab_begin, int64_t vocab_end) {
+  VocabParallelEmbedding layer;
+  layer.vocab_begin_ = vocab_begin;
+  layer.hidden_ = hidden;
+  ASSIGN_OR_RETURN(layer.table_, WeightSlice::Load(weights, name, vocab_size, hidden, vocab_begin, vocab_end, 0, hidden));
+  return layer;
+}
+
+Status VocabParallelEmbedding::Forward(const int32_t* ids, int64_t num_tokens, float* out, Communicator& comm) const {
+  if (num_tokens == 0) return OkStatus();
+  if (table_.rows() == 0) {
+    std::fill(out, out + num_tokens * hidden_, 0.0f);
+  } else {
+    EmbeddingLookup(table_.matrix(), vocab_begin_, ids, num_tokens, out);
+  }
+  return comm.AllReduceSum(out, static_cast<size_t>(num_tokens * hidden_));
+}
+
+StatusOr<ParallelLmHead> ParallelLmHead::Load(const WeightSource& weights, const std::string& name,
+                                              int64_t vocab_size, int64_t hidden, int64_t vocab_begin,
+                                              int64_t vocab_end) {
+  ParallelLmHead head;
+  head.vocab_begin_ = vocab_begin;
+  ASSIGN_OR_RETURN(head.weight_, WeightSlice::Load(weights, name, vocab_size, hidden, vocab_begin, vocab_end, 0, hidden));
+  return head;
+}
+
+ParallelLmHead ParallelLmHead::Tied(const VocabParallelEmbedding& embedding) {
+  ParallelLmHead head;
+  head.vocab_begin_ = embedding.vocab_begin();
+  head.weight_ = embedding.table();
+  return head;
+}
+
+void ParallelLmHead::Forward(const float* x, int64_t num_rows, float* logits, ThreadPool* pool) const {
+  if (num_rows == 0 || vocab_shard() == 0) return;
+  MatMul(weight_.matrix(), x, num_rows, logits, pool);
+}
+
+}  // namespace tpserve

@@ -1,0 +1,218 @@
+// tpserve-run: local generation on one rank, for debugging and scripting.
+//   tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]
+//     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]
+// With --print-ids the generated ids (not the prompt) go space-separated on one line of stdout;
+// otherwise the generated text streams to stdout. Timings go to stderr.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "model/chat_format.h"
+#include "model/model_file.h"
+#include "model/stream_decoder.h"
+#include "model/tokenizer.h"
+#include "worker/local_generate.h"
+#include "worker/model_executor.h"
+
+namespace tpserve {
+namespace {
+
+struct RunFlags {
+  std::string model;
+  std::string prompt;
+  bool has_prompt = false;
+  std::vector<int32_t> prompt_ids;
+  bool has_prompt_ids = false;
+  int max_tokens = 32;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  bool print_ids = false;
+  bool chat = false;
+  int threads = 0;
+  int64_t kv_mb = 256;
+};
+
+const char kUsage[] =
+    "usage: tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]\n"
+    "                   [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]\n"
+    "                   [--kv-mb MB]\n";
+
+StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size()) return static_cast<int64_t>(v);
+  } catch (...) {
+  }
+  return InvalidArgument(flag + ": not an integer: '" + text + "'");
+}
+
+StatusOr<double> ParseFloat(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (...) {
+  }
+  return InvalidArgument(flag + ": not a number: '" + text + "'");
+}
+
+StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    ASSIGN_OR_RETURN(int64_t id, ParseInt("--prompt-ids", text.substr(begin, end - begin)));
+    if (id < 0 || id > INT32_MAX) return InvalidArgument("--prompt-ids: id out of range: " + std::to_string(id));
+    ids.push_back(static_cast<int32_t>(id));
+    begin = end + 1;
+  }
+  return ids;
+}
+
+StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
+  RunFlags flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= argc) return InvalidArgument(arg + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (arg == "--model") {
+      ASSIGN_OR_RETURN(flags.model, value());
+    } else if (arg == "--prompt") {
+      ASSIGN_OR_RETURN(flags.prompt, value());
+      flags.has_prompt = true;
+    } else if (arg == "--prompt-ids") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(flags.prompt_ids, ParseIds(text));
+      flags.has_prompt_ids = true;
+    } else if (arg == "--max-tokens") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
+      if (n < 0 || n > 1 << 20) return InvalidArgument("--max-tokens out of range");
+      flags.max_tokens = static_cast<int>(n);
+    } else if (arg == "--temperature") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(double t, ParseFloat(arg, text));
+      if (t < 0) return InvalidArgument("--temperature must be >= 0");
+      flags.sampling.temperature = static_cast<float>(t);
+    } else if (arg == "--top-k") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t k, ParseInt(arg, text));
+      if (k < 0) return InvalidArgument("--top-k must be >= 0");
+      flags.sampling.top_k = static_cast<int32_t>(k);
+    } else if (arg == "--top-p") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(double p, ParseFloat(arg, text));
+      if (p <= 0 || p > 1) return InvalidArgument("--top-p must be in (0, 1]");
+      flags.sampling.top_p = static_cast<float>(p);
+    } else if (arg == "--seed") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t s, ParseInt(arg, text));
+      flags.sampling.seed = static_cast<uint64_t>(s);
+    } else if (arg == "--threads") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
+      if (n < 0 || n > 1024) return InvalidArgument("--threads out of range");
+      flags.threads = static_cast<int>(n);
+    } else if (arg == "--kv-mb") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(flags.kv_mb, ParseInt(arg, text));
+      if (flags.kv_mb < 1) return InvalidArgument("--kv-mb must be positive");
+    } else if (arg == "--ignore-eos") {
+      flags.ignore_eos = true;
+    } else if (arg == "--print-ids") {
+      flags.print_ids = true;
+    } else if (arg == "--chat") {
+      flags.chat = true;
+    } else {
+      return InvalidArgument("unknown flag " + arg);
+    }
+  }
+  if (flags.model.empty()) return InvalidArgument("--model is required");
+  if (flags.has_prompt == flags.has_prompt_ids) return InvalidArgument("give exactly one of --prompt, --prompt-ids");
+  if (flags.chat && !flags.has_prompt) return InvalidArgument("--chat needs --prompt");
+  return flags;
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& model) {
+  if (model.gguf() != nullptr) return Tokenizer::FromGguf(*model.gguf());
+  return Tokenizer::FromHfDir(model.hf_dir());
+}
+
+Status Run(const RunFlags& flags) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
+  const ModelConfig& config = model->config();
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (flags.has_prompt || !flags.print_ids) {
+    ASSIGN_OR_RETURN(tokenizer, LoadTokenizer(*model));
+  }
+
+  std::vector<int32_t> prompt = flags.prompt_ids;
+  if (flags.has_prompt) {
+    std::string text = flags.prompt;
+    if (flags.chat) {
+      text = RenderChat(DetectChatFormat(config.chat_template), {ChatMessage{"user", flags.prompt}},
+                        /*add_generation_prompt=*/true);
+    }
+    prompt = tokenizer->Encode(text, config.add_bos, /*parse_special=*/flags.chat);
+  }
+
+  std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
+  ExecutorOptions options;
+  options.num_threads = flags.threads;
+  options.kv_memory_bytes = flags.kv_mb << 20;
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm.get(), options));
+
+  GenerateOptions generate;
+  generate.max_tokens = flags.max_tokens;
+  generate.sampling = flags.sampling;
+  generate.ignore_eos = flags.ignore_eos;
+  if (config.eos_id >= 0) generate.stop_ids.push_back(config.eos_id);
+  if (config.eot_id >= 0) generate.stop_ids.push_back(config.eot_id);
+  std::unique_ptr<StreamDecoder> decoder;
+  if (!flags.print_ids) {
+    decoder = std::make_unique<StreamDecoder>(*tokenizer);
+    generate.on_token = [&](int32_t id) {
+      if (!flags.ignore_eos && (id == config.eos_id || id == config.eot_id)) return;
+      std::cout << decoder->Push(id) << std::flush;
+    };
+  }
+  ASSIGN_OR_RETURN(GenerateOutput output, LocalGenerate(*executor, prompt, generate));
+  if (flags.print_ids) {
+    for (size_t i = 0; i < output.token_ids.size(); ++i) std::cout << (i ? " " : "") << output.token_ids[i];
+    std::cout << "\n";
+  } else {
+    std::cout << decoder->Flush() << "\n";
+  }
+  std::fprintf(stderr, "prompt %zu tokens: prefill %.1f ms (%.1f tok/s); %d decode steps: %.1f ms (%.1f tok/s); %s\n",
+               prompt.size(), output.prefill_ms, prompt.size() * 1e3 / std::max(output.prefill_ms, 1e-9),
+               output.num_decode_steps, output.decode_ms,
+               output.num_decode_steps * 1e3 / std::max(output.decode_ms, 1e-9), output.finish_reason.c_str());
+  return OkStatus();
+}
+
+}  // namespace
+}  // namespace tpserve
+
+int main(int argc, char** argv) {
+  auto flags = tpserve::ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    std::cerr << "tpserve-run: " << flags.status().ToString() << "\n" << tpserve::kUsage;
+    return 2;
+  }
+  tpserve::Status status = tpserve::Run(*flags);
+  if (!status.ok()) {
+    std::cerr << "tpserve-run: " << status.ToString() << "\n";
+    return 1;
+  }
+  return 0;
+}
