@@ -70,6 +70,15 @@ Status Client::Cancel(uint64_t request_id) {
 }
 
 StatusOr<ServerMessage> Client::Receive(std::chrono::milliseconds timeout) {
+  if (!inbox_.empty()) {
+    ServerMessage message = std::move(inbox_.front());
+    inbox_.pop_front();
+    return message;
+  }
+  return ReceiveFromSocket(timeout);
+}
+
+StatusOr<ServerMessage> Client::ReceiveFromSocket(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     const auto now = std::chrono::steady_clock::now();
@@ -94,11 +103,12 @@ StatusOr<ServerMessage> Client::Receive(std::chrono::milliseconds timeout) {
 
 StatusOr<ServerMessage> Client::Await(uint64_t request_id, ServerMessageKind kind) {
   while (true) {
-    ASSIGN_OR_RETURN(ServerMessage message, Receive(options_.timeout));
-    if (message.kind == ServerMessageKind::kError && (message.request_id == request_id || message.request_id == 0)) {
+    ASSIGN_OR_RETURN(ServerMessage message, ReceiveFromSocket(options_.timeout));
+    if (message.kind == ServerMessageKind::kError && message.request_id == request_id) {
       return StatusFromError(message.error);
     }
     if (message.request_id == request_id && message.kind == kind) return message;
+    inbox_.push_back(std::move(message));
   }
 }
 
@@ -133,8 +143,12 @@ StatusOr<GenerateResult> Client::Generate(const proto::GenerateRequest& request,
   uint32_t num_finished = 0;
   bool cancel_sent = false;
   while (num_finished < n) {
-    ASSIGN_OR_RETURN(ServerMessage message, Receive(options_.timeout));
-    if (message.request_id != request_id) continue;
+    // A fresh request id: none of its messages can be in inbox_ yet.
+    ASSIGN_OR_RETURN(ServerMessage message, ReceiveFromSocket(options_.timeout));
+    if (message.request_id != request_id) {
+      inbox_.push_back(std::move(message));
+      continue;
+    }
     switch (message.kind) {
       case ServerMessageKind::kChunk: {
         const proto::TokenChunk& chunk = message.chunk;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -81,12 +82,14 @@ class Client {
   Client(const ClientOptions& options, std::unique_ptr<zmq::context_t> context,
          std::unique_ptr<ZmqSocket> socket);
   Status Send(proto::ClientMessage message);
-  // Waits for the reply of kind `kind` to request_id (other messages are dropped).
+  StatusOr<proto::ServerMessage> ReceiveFromSocket(std::chrono::milliseconds timeout);
+  // Waits for the reply of kind `kind` to request_id; other messages wait in inbox_ for Receive.
   StatusOr<proto::ServerMessage> Await(uint64_t request_id, proto::ServerMessageKind kind);
 
   ClientOptions options_;
   std::unique_ptr<zmq::context_t> context_;
   std::unique_ptr<ZmqSocket> socket_;
+  std::deque<proto::ServerMessage> inbox_;  // received while awaiting another reply
   uint64_t next_request_id_ = 1;
   std::chrono::steady_clock::time_point last_sent_;
 };

@@ -70,6 +70,8 @@ Status Server::Run() {
 
     ASSIGN_OR_RETURN(std::vector<bool> readable,
                      PollReadable({client_socket_.get(), worker_socket_.get()}, std::chrono::milliseconds(20)));
+    is_draining_ = is_draining_ || drain_requested_.load();  // before reading: a request sent after
+                                                             // RequestDrain() returns is refused
     for (int i = 0; i < kMaxMessagesPerPoll && readable[1]; ++i) {
       StatusOr<Frames> frames = worker_socket_->Receive(std::chrono::milliseconds(0));
       if (!frames.ok()) break;

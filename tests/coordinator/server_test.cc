@@ -1,0 +1,403 @@
+// The coordinator Server end to end over real ZeroMQ sockets, with FakeWorkerGroup leaders
+// (real worker protocol, paged fake model) and the real client library. Synchronises on
+// messages: every wait is "receive until this reply arrives" with a deadline.
+#include "coordinator/server.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "tests/coordinator/fake_worker_group.h"
+
+namespace tpserve {
+namespace {
+
+using testing::FakeReference;
+using testing::FakeWorkerGroup;
+using testing::FakeWorkerGroupOptions;
+
+constexpr int32_t kVocab = 64;
+constexpr int32_t kEos = kVocab - 1;
+constexpr auto kWait = std::chrono::milliseconds(20000);
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions options = {}) {
+    options.client_endpoint = "tcp://127.0.0.1:*";
+    options.worker_endpoint = "tcp://127.0.0.1:*";
+    options.model_name = "fake";
+    options.limits = {kVocab, 1024};
+    options.eos_id = kEos;
+    options.scheduler.max_num_seqs = 64;
+    options.scheduler.max_num_batched_tokens = 256;
+    options.scheduler.max_model_len = 1024;
+    auto server = Server::Create(options, nullptr);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    run_ = std::thread([this] { run_status_ = server_->Run(); });
+  }
+
+  void TearDown() override {
+    groups_.clear();
+    if (server_) {
+      server_->RequestStop();
+      run_.join();
+    }
+  }
+
+  FakeWorkerGroup& AddGroup(FakeWorkerGroupOptions options = {}) {
+    options.vocab_size = kVocab;
+    groups_.push_back(std::make_unique<FakeWorkerGroup>(server_->worker_endpoint(), options));
+    return *groups_.back();
+  }
+
+  std::unique_ptr<Client> NewClient() {
+    ClientOptions options;
+    options.server = server_->client_endpoint();
+    options.timeout = kWait;
+    auto client = Client::Connect(options);
+    EXPECT_TRUE(client.ok());
+    return std::move(*client);
+  }
+
+  // Waits (on health replies) until `n` groups are registered.
+  void WaitForGroups(Client& client, uint32_t n) {
+    auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto health = client.Health();
+      ASSERT_TRUE(health.ok()) << health.status().ToString();
+      if (health->num_worker_groups == n) return;
+    }
+    FAIL() << "worker groups never registered";
+  }
+
+  // Waits (on stats replies) until nothing runs or waits.
+  proto::StatsReply WaitIdle(Client& client) {
+    auto deadline = std::chrono::steady_clock::now() + kWait;
+    proto::StatsReply stats;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto s = client.Stats();
+      EXPECT_TRUE(s.ok());
+      if (!s.ok()) break;
+      stats = *s;
+      if (stats.num_running == 0 && stats.num_waiting == 0) break;
+    }
+    return stats;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::thread run_;
+  Status run_status_;
+  std::vector<std::unique_ptr<FakeWorkerGroup>> groups_;
+};
+
+proto::GenerateRequest IdsRequest(std::vector<int32_t> prompt, uint32_t max_tokens) {
+  proto::GenerateRequest r;
+  r.prompt_kind = proto::PromptKind::kTokenIds;
+  r.prompt_ids = std::move(prompt);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len) {
+  std::vector<int32_t> p(static_cast<size_t>(len));
+  for (auto& t : p) t = static_cast<int32_t>(rng() % (kVocab - 1));
+  return p;
+}
+
+TEST_F(ServerTest, HealthAndStatsBeforeAndAfterRegistration) {
+  StartServer();
+  auto client = NewClient();
+  auto health = client->Health();
+  ASSERT_TRUE(health.ok());
+  EXPECT_FALSE(health->ok);
+  EXPECT_EQ(health->vocab_size, static_cast<uint32_t>(kVocab));
+  // No group yet: a generate request is refused as overloaded, not queued forever.
+  auto refused = client->Generate(IdsRequest({1, 2, 3}, 4));
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  AddGroup();
+  WaitForGroups(*client, 1);
+  auto stats = client->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->blocks_total, 256u);
+  EXPECT_EQ(stats->blocks_free, 256u);
+}
+
+// Many concurrent streaming requests of mixed lengths, greedy and seeded, n = 1 and 2: each
+// produces exactly the reference ids (what it produces alone), whatever the batch around it.
+TEST_F(ServerTest, ConcurrentRequestsEachProduceTheirReferenceIds) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  std::mt19937 rng(42);
+  constexpr int kNumRequests = 48;
+  std::map<uint64_t, proto::GenerateRequest> requests;
+  for (int i = 0; i < kNumRequests; ++i) {
+    proto::GenerateRequest r = IdsRequest(RandomPrompt(rng, 1 + static_cast<int>(rng() % 70)), 1 + rng() % 40);
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = rng();
+    }
+    if (i % 5 == 0) r.n = 2;
+    auto id = client->Start(r);
+    ASSERT_TRUE(id.ok());
+    requests[*id] = r;
+  }
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<int32_t>> ids;
+  std::map<std::pair<uint64_t, uint32_t>, proto::Finish> finishes;
+  size_t num_expected = 0;
+  for (const auto& [id, r] : requests) num_expected += r.n;
+  while (finishes.size() < num_expected) {
+    auto m = client->Receive(kWait);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+    if (m->kind == proto::ServerMessageKind::kChunk) {
+      auto& v = ids[{m->request_id, m->chunk.sample_index}];
+      v.insert(v.end(), m->chunk.token_ids.begin(), m->chunk.token_ids.end());
+    } else if (m->kind == proto::ServerMessageKind::kFinish) {
+      finishes[{m->request_id, m->finish.sample_index}] = m->finish;
+    }
+  }
+  for (const auto& [id, r] : requests) {
+    for (uint32_t s = 0; s < r.n; ++s) {
+      std::vector<int32_t> expected;
+      // Sample s of the request: the fake mixes sample_index (= output position) and the seed;
+      // samples differ through seq-independent inputs only, so each equals the reference.
+      expected = FakeReference(r.prompt_ids, r.sampling, static_cast<int32_t>(r.max_tokens), kEos, kVocab);
+      EXPECT_EQ((ids[{id, s}]), expected) << "request " << id << " sample " << s;
+      const proto::Finish& f = finishes[std::make_pair(id, s)];
+      EXPECT_EQ(f.reason, expected.back() == kEos ? proto::FinishReason::kStop : proto::FinishReason::kLength);
+      EXPECT_EQ(f.usage.prompt_tokens, r.prompt_ids.size());
+      EXPECT_EQ(f.usage.completion_tokens, expected.size());
+    }
+  }
+  proto::StatsReply stats = WaitIdle(*client);
+  EXPECT_EQ(stats.blocks_used, 0u);
+  EXPECT_EQ(stats.blocks_free + stats.blocks_cached, stats.blocks_total);
+  EXPECT_GE(stats.num_generated_tokens, num_expected);
+}
+
+// Cancelling half of the requests mid-stream: they end with reason cancelled, the others with
+// their reference ids, and no KV block stays in use.
+TEST_F(ServerTest, CancelHalfMidStreamLeaksNoBlocks) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  std::mt19937 rng(7);
+  std::map<uint64_t, proto::GenerateRequest> requests;
+  for (int i = 0; i < 32; ++i) {
+    proto::GenerateRequest r = IdsRequest(RandomPrompt(rng, 5 + static_cast<int>(rng() % 40)), 200);
+    r.ignore_eos = true;
+    auto id = client->Start(r);
+    ASSERT_TRUE(id.ok());
+    requests[*id] = r;
+  }
+  std::map<uint64_t, std::vector<int32_t>> ids;
+  std::map<uint64_t, proto::FinishReason> reasons;
+  while (reasons.size() < requests.size()) {
+    auto m = client->Receive(kWait);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+    if (m->kind == proto::ServerMessageKind::kChunk) {
+      auto& v = ids[m->request_id];
+      const bool first = v.empty();
+      v.insert(v.end(), m->chunk.token_ids.begin(), m->chunk.token_ids.end());
+      if (first && m->request_id % 2 == 0) {
+        ASSERT_TRUE(client->Cancel(m->request_id).ok());
+      }
+    } else if (m->kind == proto::ServerMessageKind::kFinish) {
+      reasons[m->request_id] = m->finish.reason;
+    }
+  }
+  for (const auto& [id, r] : requests) {
+    if (id % 2 == 0) {
+      EXPECT_EQ(reasons[id], proto::FinishReason::kCancelled) << id;
+      EXPECT_LT(ids[id].size(), 200u);
+    } else {
+      EXPECT_EQ(reasons[id], proto::FinishReason::kLength);
+      SamplingParams greedy;
+      std::vector<int32_t> tokens = r.prompt_ids;
+      std::vector<int32_t> expected;
+      for (int i = 0; i < 200; ++i) {
+        expected.push_back(testing::FakeNextToken(tokens, greedy, i, kVocab));
+        tokens.push_back(expected.back());
+      }
+      EXPECT_EQ(ids[id], expected) << id;
+    }
+  }
+  proto::StatsReply stats = WaitIdle(*client);
+  EXPECT_EQ(stats.num_running, 0u);
+  EXPECT_EQ(stats.blocks_used, 0u);
+  EXPECT_EQ(stats.blocks_free + stats.blocks_cached, stats.blocks_total);
+}
+
+TEST_F(ServerTest, SharedPrefixHitsTheCache) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  std::mt19937 rng(3);
+  std::vector<int32_t> prefix = RandomPrompt(rng, 64);
+  std::vector<int32_t> a = prefix, b = prefix;
+  a.push_back(1);
+  b.push_back(2);
+  b.push_back(3);
+  auto first = client->Generate(IdsRequest(a, 4));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->finish[0].usage.cached_prompt_tokens, 0u);
+  auto second = client->Generate(IdsRequest(b, 4));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->finish[0].usage.cached_prompt_tokens, 64u);  // four full blocks of 16
+  EXPECT_EQ(second->token_ids[0], FakeReference(b, {}, 4, kEos, kVocab));
+  auto stats = client->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->prefix_hit_rate, 0.4);
+  EXPECT_GT(stats->blocks_cached, 0u);
+}
+
+TEST_F(ServerTest, InvalidRequestsGetTypedErrorsAndTheServerKeepsServing) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  auto expect_code = [&](proto::GenerateRequest r, StatusCode code) {
+    auto result = client->Generate(r);
+    EXPECT_EQ(result.status().code(), code) << result.status().ToString();
+  };
+  proto::GenerateRequest r = IdsRequest({1, 2, 3}, 4);
+  r.sampling.temperature = -1;
+  expect_code(r, StatusCode::kInvalidArgument);
+  r = IdsRequest({1, kVocab}, 4);
+  expect_code(r, StatusCode::kInvalidArgument);
+  r = IdsRequest({}, 4);
+  expect_code(r, StatusCode::kInvalidArgument);
+  r = IdsRequest({1}, 4);
+  r.n = 0;
+  expect_code(r, StatusCode::kInvalidArgument);
+  r.n = 1;
+  r.sampling.top_p = std::nanf("");
+  expect_code(r, StatusCode::kInvalidArgument);
+  r = IdsRequest(std::vector<int32_t>(1024, 5), 4);
+  expect_code(r, StatusCode::kOutOfRange);
+  r = IdsRequest(std::vector<int32_t>(1000, 5), 100);  // prompt fits, prompt + max_tokens does not
+  expect_code(r, StatusCode::kOutOfRange);
+  r = IdsRequest({1}, 4);
+  r.prompt_kind = proto::PromptKind::kText;
+  r.prompt_text = "no tokenizer here";
+  expect_code(r, StatusCode::kInvalidArgument);
+
+  // Malformed bytes: an invalid_request error with request id 0, counted as dropped.
+  ASSERT_TRUE(client->SendRaw(std::string(13, 'x')).ok());
+  auto m = client->Receive(kWait);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->kind, proto::ServerMessageKind::kError);
+  EXPECT_EQ(m->error.kind, proto::ErrorKind::kInvalidRequest);
+  EXPECT_EQ(m->request_id, 0u);
+
+  // A wrong protocol version.
+  proto::ClientMessage wrong;
+  wrong.version = 99;
+  wrong.request_id = 777;
+  wrong.kind = proto::ClientMessageKind::kHealth;
+  ASSERT_TRUE(client->SendRaw(proto::EncodeClientMessage(wrong)).ok());
+  m = client->Receive(kWait);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->request_id, 777u);
+  EXPECT_EQ(m->error.kind, proto::ErrorKind::kInvalidRequest);
+
+  // Oversized: beyond ZMQ_MAXMSGSIZE the connection is dropped by ZeroMQ; the server goes on.
+  {
+    auto big = NewClient();
+    (void)big->SendRaw(std::string(proto::kMaxClientMessageBytes + 64, '\0'));
+  }
+  auto good = client->Generate(IdsRequest({1, 2, 3}, 5));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->token_ids[0], FakeReference({1, 2, 3}, {}, 5, kEos, kVocab));
+  auto stats = client->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GE(stats->num_messages_dropped, 1u);
+  EXPECT_GE(stats->num_requests_rejected, 8u);
+}
+
+// A client that goes away mid-stream: its request is cancelled and its blocks freed.
+TEST_F(ServerTest, VanishedClientFreesItsBlocks) {
+  StartServer();
+  AddGroup();
+  auto observer = NewClient();
+  WaitForGroups(*observer, 1);
+  {
+    auto client = NewClient();
+    proto::GenerateRequest r = IdsRequest({4, 5, 6}, 1000 - 3);
+    r.ignore_eos = true;
+    ASSERT_TRUE(client->Start(r).ok());
+    auto m = client->Receive(kWait);  // the first chunk: the request runs
+    ASSERT_TRUE(m.ok());
+    ASSERT_EQ(m->kind, proto::ServerMessageKind::kChunk);
+  }  // the client's socket closes here
+  proto::StatsReply stats = WaitIdle(*observer);
+  EXPECT_EQ(stats.num_running, 0u);
+  EXPECT_EQ(stats.blocks_used, 0u);
+}
+
+// A group that stops answering: its requests get worker_lost, and a new group serves on.
+TEST_F(ServerTest, LostGroupGivesWorkerLostAndServingContinues) {
+  ServerOptions options;
+  options.step_timeout = std::chrono::milliseconds(300);
+  options.heartbeat_timeout = std::chrono::milliseconds(300);
+  options.heartbeat_interval = std::chrono::milliseconds(50);
+  StartServer(options);
+  FakeWorkerGroup& group = AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  group.Freeze();
+  auto lost = client->Generate(IdsRequest({1, 2}, 50));
+  EXPECT_EQ(lost.status().code(), StatusCode::kUnavailable) << lost.status().ToString();
+  WaitForGroups(*client, 0);
+  AddGroup();
+  WaitForGroups(*client, 1);
+  auto ok = client->Generate(IdsRequest({1, 2}, 5));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->token_ids[0], FakeReference({1, 2}, {}, 5, kEos, kVocab));
+}
+
+// Drain: running requests finish, new ones are refused, the groups get Shutdown, Run returns OK.
+TEST_F(ServerTest, DrainFinishesRunningRefusesNewAndShutsGroupsDown) {
+  StartServer();
+  FakeWorkerGroup& group = AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  proto::GenerateRequest r = IdsRequest({9, 9}, 300);
+  r.ignore_eos = true;
+  auto id = client->Start(r);
+  ASSERT_TRUE(id.ok());
+  auto first = client->Receive(kWait);
+  ASSERT_TRUE(first.ok());
+  server_->RequestDrain();
+  auto health = client->Health();  // handled after the drain flag: reports draining
+  ASSERT_TRUE(health.ok());
+  EXPECT_TRUE(health->draining);
+  auto refused = client->Generate(IdsRequest({1}, 2));
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  size_t num_ids = first->chunk.token_ids.size();
+  bool finished = false;
+  while (!finished) {
+    auto m = client->Receive(kWait);
+    ASSERT_TRUE(m.ok());
+    if (m->request_id != *id) continue;
+    if (m->kind == proto::ServerMessageKind::kChunk) num_ids += m->chunk.token_ids.size();
+    finished = m->kind == proto::ServerMessageKind::kFinish;
+  }
+  EXPECT_EQ(num_ids, 300u);
+  run_.join();
+  EXPECT_TRUE(run_status_.ok());
+  EXPECT_TRUE(group.WaitShutdown(kWait));
+  server_.reset();
+}
+
+}  // namespace
+}  // namespace tpserve
