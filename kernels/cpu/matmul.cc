@@ -27,9 +27,9 @@ void RunTiles(const TileTable& table, const uint8_t* w, int64_t row_bytes, int64
     const int64_t rb_end = std::min(row_end, rb + row_block);
     for (int64_t t = 0; t < num_tokens; t += kMaxTileTokens) {
       const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, num_tokens - t));
-      // Wide tiles need fewer rows to hide FMA latency; decode uses four rows at a time.
+      // Up to 4 rows x 4 tokens: 16 accumulators, 8 loads per 16 FMAs.
       for (int64_t r = rb; r < rb_end;) {
-        const int ri = std::min(RowIndex(rb_end - r), nt >= 3 ? 1 : 2);
+        const int ri = RowIndex(rb_end - r);
         const int nr = RowCount(ri);
         table.fn[ri][nt - 1](w + r * row_bytes, row_bytes, x + t * x_stride, x_stride, cols, y + t * y_stride + r,
                              y_stride);

@@ -1,0 +1,164 @@
+// tpserve-bench-kernels: MatMul throughput per weight type, decode (T=1, memory bound: GB/s of
+// weight streamed) and prefill (T=512, compute bound: GFLOP/s), next to this machine's limits
+// measured here: STREAM triad bandwidth and the F32 FMA peak of a register-only loop.
+// Weights are cycled through enough copies to exceed the last-level cache, as in a real forward
+// pass where each layer's weights were evicted by the others.
+// Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--shape small|large]
+// (TPSERVE_THREADS sets the threads)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/stream_triad.h"
+#include "common/dtype.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+
+#if defined(__AVX512F__) || defined(__FMA__)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+namespace tpserve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// F32 FMA peak: independent register-resident FMA chains on every thread.
+double MeasureFmaPeakGflops(ThreadPool* pool) {
+  constexpr int64_t kIters = 20'000'000;
+  std::vector<float> sink(pool->num_threads() * 16);
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    pool->ParallelFor(pool->num_threads(), [&](int64_t begin, int64_t end) {
+      for (int64_t th = begin; th < end; ++th) {
+#if defined(__AVX512F__)
+        __m512 acc[12];
+        for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+        const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+        for (int64_t it = 0; it < kIters / 4; ++it)
+          for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+        for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+        _mm512_storeu_ps(&sink[th * 16], acc[0]);
+#else
+        float acc[12];
+        for (int i = 0; i < 12; ++i) acc[i] = static_cast<float>(i);
+        for (int64_t it = 0; it < kIters / 4; ++it)
+          for (int i = 0; i < 12; ++i) acc[i] = acc[i] * 0.999999f + 1e-7f;
+        sink[th * 16] = acc[0];
+#endif
+      }
+    });
+    best = std::min(best, Seconds(t0));
+  }
+#if defined(__AVX512F__)
+  const double lanes = 16;
+#else
+  const double lanes = 1;
+#endif
+  return pool->num_threads() * (kIters / 4) * 12.0 * lanes * 2.0 / best / 1e9;
+}
+
+struct Case {
+  int64_t cols, rows;  // x [T, cols] · Wᵀ, W [rows, cols]
+};
+
+void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, bool quick, ThreadPool* pool) {
+  const int64_t row_bytes = DTypeRowBytes(type, c.cols);
+  const int64_t weight_bytes = row_bytes * c.rows;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> src(c.cols);
+  std::vector<uint8_t> one(weight_bytes);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (float& v : src) v = dist(rng);
+    QuantizeRow(type, src.data(), one.data() + r * row_bytes, c.cols);
+  }
+  const int64_t copies = std::max<int64_t>(1, ((quick ? 96 : 192) << 20) / weight_bytes + 1);
+  std::vector<std::vector<uint8_t>> weights(copies, one);
+
+  const int64_t max_tokens = quick ? 128 : 512;
+  std::vector<float> x(max_tokens * c.cols), y(max_tokens * c.rows);
+  for (float& v : x) v = dist(rng);
+
+  // Decode: one token, a different copy of the weight each call.
+  int64_t calls = 0;
+  const double budget = quick ? 0.2 : 0.5;
+  std::vector<double> times;
+  const auto start = Clock::now();
+  while (Seconds(start) < budget || calls < 2 * copies) {
+    const WeightMatrix w{type, c.rows, c.cols, weights[calls % copies].data()};
+    const auto t0 = Clock::now();
+    MatMul(w, x.data(), 1, y.data(), pool);
+    times.push_back(Seconds(t0));
+    ++calls;
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double gbs = weight_bytes / median / 1e9;
+  std::printf("  decode  T=1   %-5s %5lldx%-5lld %9.1f us  achieved %6.2f GB/s of %6.2f GB/s measured (%3.0f%%)\n",
+              DTypeName(type), static_cast<long long>(c.cols), static_cast<long long>(c.rows), median * 1e6, gbs,
+              triad_gbs, 100.0 * gbs / triad_gbs);
+
+  // Prefill: T tokens through one weight copy.
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
+    const auto t0 = Clock::now();
+    MatMul(w, x.data(), max_tokens, y.data(), pool);
+    best = std::min(best, Seconds(t0));
+  }
+  const double gflops = 2.0 * c.rows * c.cols * max_tokens / best / 1e9;
+  std::printf("  prefill T=%-3lld %-5s %5lldx%-5lld %9.1f ms  achieved %6.1f GFLOP/s of %6.1f GFLOP/s measured F32 FMA peak (%3.0f%%)\n",
+              static_cast<long long>(max_tokens), DTypeName(type), static_cast<long long>(c.cols),
+              static_cast<long long>(c.rows), best * 1e3, gflops, peak_gflops, 100.0 * gflops / peak_gflops);
+}
+
+}  // namespace
+}  // namespace tpserve
+
+int main(int argc, char** argv) {
+  using namespace tpserve;
+  bool quick = false;
+  bool has_type = false;
+  DType only_type = DType::kF32;
+  std::string shape = "all";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--type") == 0 && i + 1 < argc && ParseDType(argv[i + 1], &only_type)) {
+      has_type = true;
+      ++i;
+    } else if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      shape = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--shape small|large]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  ThreadPool pool(ThreadPool::DefaultThreads());
+  const double triad = bench::MeasureTriadGbs(&pool, quick ? 3 : 5);
+  const double peak = MeasureFmaPeakGflops(&pool);
+  std::printf("threads %d: STREAM triad %.2f GB/s, F32 FMA peak %.1f GFLOP/s (register-only loop)\n",
+              pool.num_threads(), triad, peak);
+  const Case cases[] = {{576, 1536}, {2048, 8192}};
+  for (const Case& c : cases) {
+    if ((shape == "small" && c.cols != 576) || (shape == "large" && c.cols == 576)) continue;
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+      if (has_type && t != only_type) continue;
+      BenchType(t, c, triad, peak, quick, &pool);
+    }
+  }
+  return 0;
+}
