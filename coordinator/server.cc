@@ -61,6 +61,7 @@ const std::string& Server::worker_endpoint() const { return worker_socket_->endp
 // The loop
 
 Status Server::Run() {
+  int num_poll_failures = 0;
   while (!stop_requested_.load()) {
     if (drain_requested_.load() && !is_draining_) {
       is_draining_ = true;
@@ -68,8 +69,15 @@ Status Server::Run() {
     }
     if (is_draining_ && requests_.empty()) break;
 
-    ASSIGN_OR_RETURN(std::vector<bool> readable,
-                     PollReadable({client_socket_.get(), worker_socket_.get()}, std::chrono::milliseconds(20)));
+    StatusOr<std::vector<bool>> polled =
+        PollReadable({client_socket_.get(), worker_socket_.get()}, std::chrono::milliseconds(20));
+    if (!polled.ok()) {
+      // A signal (SIGTERM → drain) interrupts poll with EINTR; anything persistent is fatal.
+      if (++num_poll_failures > 100) return polled.status();
+      continue;
+    }
+    num_poll_failures = 0;
+    const std::vector<bool>& readable = *polled;
     is_draining_ = is_draining_ || drain_requested_.load();  // before reading: a request sent after
                                                              // RequestDrain() returns is refused
     for (int i = 0; i < kMaxMessagesPerPoll && readable[1]; ++i) {
