@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Records expected tokenizer outputs for tests/model/tokenizer_test.cc and chat_format_test.cc,
+computed with independent implementations: the PyPI `tokenizers` library (HF's Rust tokenizer,
+regex-based pre-tokenizers) and `jinja2` (the model's own chat template).
+
+The BPE is built from SmolLM2's GGUF vocabulary and merges (read with the `gguf` package) with the
+pre-tokenizer of SmolLM2's tokenizer.json: Sequence[Digits(individual_digits), ByteLevel(GPT-2
+regex)]. The same vocabulary is also run with the plain GPT-2 and the Llama 3 pre-tokenizers, to
+check those scanners. A tiny BPE trained here with the Llama 3 split is saved as a Hugging Face
+directory (tests/data/tokenizer_golden_hf_tiny/) to check Tokenizer::FromHfDir.
+
+Output (tests/data/tokenizer_golden.txt), one case a line:  VARIANT <TAB> HEX(UTF-8 text) <TAB> ids
+and tests/data/tokenizer_golden_chat.txt:  NAME <TAB> HEX(rendered text)
+
+Usage: scripts/gen_tokenizer_golden.py [models/SmolLM2-135M-Instruct.Q4_1.gguf]
+"""
+import os
+import sys
+
+import gguf
+import jinja2
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GGUF_PATH = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+DATA = os.path.join(ROOT, "tests", "data")
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+CORPUS = [
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "I'm sure they'll say it's fine, but we've DON'T and I'D'VE",
+    "'sup 'Tis 'RE 'll",
+    "café résumé naïve façade Ünïcödé São Paulo Kraków",
+    "e\u0301 vs \u00e9, a\u0308",
+    "Ελληνικά κείμενο και Русский текст",
+    "你好，世界！这是一个测试。",
+    "日本語のテキストとカタカナ、ひらがな",
+    "한국어 문장입니다",
+    "emoji 👍🏽 🎉🎉 👨\u200d👩\u200d👧 ❤️",
+    "a   b    c",
+    "   leading spaces",
+    "trailing spaces   ",
+    "\t\ttabs\tand\ttabs",
+    "line1\nline2\n\n\nline3\r\nline4",
+    " \n \n  \t x",
+    "def square(x):\n    return x ** 2 + 1\n",
+    "for (int i = 0; i < n; ++i) { sum += a[i]; }",
+    "<div class=\"main\">&nbsp;</div>",
+    "1234567890",
+    "pi is 3.14159 and e is 2.71828",
+    "year 2024, 12,345.67 dollars, 1e-9",
+    "Ⅻ ½ ² ³ ١٢٣ ۴۵۶",
+    "!!! ??? ... --- ***",
+    "https://example.com/path?q=1&r=two#frag",
+    "user@example.org said: \"quote\" (paren) [bracket]",
+    "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
+    "text<|im_end|>more<|endoftext|>",
+    "<|im_start|><|im_start|>",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "עברית ועربية",
+    "MiXeD CaSe WoRdS",
+    "x",
+    " ",
+    "",
+    "\u00a0non-breaking\u2003em space\u3000ideographic",
+    "snake_case_name camelCaseName kebab-case-name",
+]
+
+
+# The chat templates published with meta-llama/Llama-2-7b-chat-hf and Meta-Llama-3-8B-Instruct.
+LLAMA2_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+    "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+    "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}")
+LLAMA3_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
+    "+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def read_gguf(path):
+    r = gguf.GGUFReader(path)
+    f = r.fields
+    tokens = f["tokenizer.ggml.tokens"].contents()
+    types = f["tokenizer.ggml.token_type"].contents()
+    merges = f["tokenizer.ggml.merges"].contents()
+    template = f["tokenizer.chat_template"].contents()
+    return tokens, types, merges, template
+
+
+def build_bpe(tokens, types, merges, pre, ignore_merges=False):
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges],
+                               ignore_merges=ignore_merges))
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for t, ty in zip(tokens, types) if ty == 3])
+    return tok
+
+
+def byte_level(use_regex):
+    return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=use_regex)
+
+
+def llama3_pre():
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+                                    byte_level(False)])
+
+
+def main():
+    tokens, types, merges, template = read_gguf(GGUF_PATH)
+    smollm = build_bpe(tokens, types, merges, pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), byte_level(True)]))
+    gpt2 = build_bpe(tokens, types, merges, byte_level(True))
+    llama3 = build_bpe(tokens, types, merges, llama3_pre(), ignore_merges=True)
+
+    # Sanity checks against ids known from SmolLM2's published tokenizer.
+    assert smollm.encode("<|im_start|>").ids == [1], smollm.encode("<|im_start|>").ids
+    assert smollm.encode("<|im_end|>").ids == [2]
+    assert smollm.encode("<|endoftext|>").ids == [0]
+    for text in CORPUS:
+        ids = smollm.encode(text).ids
+        assert smollm.decode(ids, skip_special_tokens=False) == text, text
+
+    # A tiny HF tokenizer with the Llama 3 split, trained on the corpus.
+    tiny = Tokenizer(models.BPE())
+    tiny.pre_tokenizer = llama3_pre()
+    tiny.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=["<|begin_of_text|>", "<|eot_id|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tiny.train_from_iterator(CORPUS * 3, trainer=trainer)
+    tiny_dir = os.path.join(DATA, "tokenizer_golden_hf_tiny")
+    os.makedirs(tiny_dir, exist_ok=True)
+    tiny.save(os.path.join(tiny_dir, "tokenizer.json"))
+    with open(os.path.join(tiny_dir, "tokenizer_config.json"), "w") as f:
+        f.write('{"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|eot_id|>"}, '
+                '"add_bos_token": true}\n')
+
+    with open(os.path.join(DATA, "tokenizer_golden.txt"), "w") as f:
+        f.write("# Generated by scripts/gen_tokenizer_golden.py with tokenizers %s from %s.\n"
+                % (__import__("tokenizers").__version__, os.path.basename(GGUF_PATH)))
+        f.write("# variant<TAB>hex(utf-8 text)<TAB>token ids (special tokens parsed)\n")
+        for name, tok in (("smollm", smollm), ("gpt2", gpt2), ("llama3", llama3), ("hf_tiny", tiny)):
+            for text in CORPUS:
+                ids = tok.encode(text).ids
+                f.write("%s\t%s\t%s\n" % (name, text.encode("utf-8").hex(), " ".join(map(str, ids))))
+
+    # ChatML: SmolLM2's own template rendered by jinja2.
+    env = jinja2.Environment()
+    tmpl = env.from_string(template)
+    conversations = {
+        "with_system": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hi! What is 2+2?"},
+            {"role": "assistant", "content": "4."},
+            {"role": "user", "content": "And 3+3?"},
+        ],
+        "default_system": [
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi there, how can I help?"},
+            {"role": "user", "content": "Tell me a joke.\nA short one."},
+        ],
+    }
+    with open(os.path.join(DATA, "tokenizer_golden_chat.txt"), "w") as f:
+        f.write("# Generated by scripts/gen_tokenizer_golden.py: SmolLM2's chat_template rendered by jinja2 %s.\n"
+                % jinja2.__version__)
+        f.write("# name<TAB>hex(rendered text); add_generation_prompt=True\n")
+        for name, msgs in conversations.items():
+            text = tmpl.render(messages=msgs, add_generation_prompt=True)
+            f.write("chatml_%s\t%s\n" % (name, text.encode("utf-8").hex()))
+        llama2 = env.from_string(LLAMA2_TEMPLATE)
+        llama3 = env.from_string(LLAMA3_TEMPLATE)
+        for name, msgs in conversations.items():
+            text = llama2.render(messages=msgs, add_generation_prompt=True, bos_token="<s>", eos_token="</s>",
+                                 raise_exception=raise_exception)
+            f.write("llama2_%s\t%s\n" % (name, text.encode("utf-8").hex()))
+            text = llama3.render(messages=msgs, add_generation_prompt=True, bos_token="<|begin_of_text|>")
+            f.write("llama3_%s\t%s\n" % (name, text.encode("utf-8").hex()))
+    print("wrote", len(CORPUS), "cases per variant")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+// Tokenizer tests: exact ids against HF `tokenizers` (tests/data/tokenizer_golden.txt, recorded by
+// scripts/gen_tokenizer_golden.py) on SmolLM2's vocabulary with its own, the GPT-2 and the Llama 3
+// pre-tokenizers and on a tiny HF tokenizer.json; round trips; special tokens; a SentencePiece-style
+// vocabulary made by hand.
+#include "model/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model/bpe_tokenizer.h"
+#include "model/pretokenizer.h"
+#include "model/unicode.h"
+#include "tests/model/tokenizer_test_util.h"
+
+namespace tpserve {
+namespace {
+
+using testing_tokenizer::Corpus;
+using testing_tokenizer::GoldenCase;
+using testing_tokenizer::ReadGolden;
+
+std::unique_ptr<Tokenizer> WithPreTokenizer(const Tokenizer& base, const std::string& pre, bool ignore_merges) {
+  TokenizerVocab vocab = base.vocab();
+  vocab.pre = pre;
+  vocab.ignore_merges = ignore_merges;
+  auto tok = Tokenizer::FromVocab(std::move(vocab));
+  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+  return std::move(tok).value();
+}
+
+void ExpectGolden(const Tokenizer& tok, const std::string& variant) {
+  int num_cases = 0;
+  for (const GoldenCase& c : ReadGolden()) {
+    if (c.variant != variant) continue;
+    ++num_cases;
+    EXPECT_EQ(tok.Encode(c.text, /*add_bos=*/false), c.ids) << variant << ": \"" << c.text << "\"";
+    EXPECT_EQ(tok.Decode(c.ids), c.text) << variant;
+  }
+  EXPECT_GE(num_cases, 30) << variant;
+}
+
+TEST(TokenizerTest, SmolLmMetadata) {
+  REQUIRE_SMOLLM(tok);
+  EXPECT_EQ(tok->model(), TokenizerModel::kBpe);
+  EXPECT_EQ(tok->vocab_size(), 49152);
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_id(), 2);
+  EXPECT_EQ(tok->eot_id(), 2);  // <|im_end|>
+  EXPECT_FALSE(tok->add_bos());
+  EXPECT_EQ(tok->TokenPiece(1), "<|im_start|>");
+  EXPECT_EQ(tok->TokenId("<|im_end|>"), 2);
+  EXPECT_EQ(tok->TokenId("Ġthe"), tok->Encode(" the", false).at(0));
+  EXPECT_FALSE(tok->TokenId("no such piece").has_value());
+  EXPECT_TRUE(tok->IsSpecial(0));
+  EXPECT_TRUE(tok->IsSpecial(16));
+  EXPECT_FALSE(tok->IsSpecial(17));
+  EXPECT_NE(tok->chat_template().find("<|im_start|>"), std::string::npos);
+  EXPECT_EQ(static_cast<const BpeTokenizer*>(tok)->pre_tokenizer(), PreTokenizerKind::kSmolLM);
+}
+
+TEST(TokenizerTest, SmolLmMatchesHfTokenizers) {
+  REQUIRE_SMOLLM(tok);
+  ExpectGolden(*tok, "smollm");
+}
+
+TEST(TokenizerTest, Gpt2PreTokenizerMatchesHfTokenizers) {
+  REQUIRE_SMOLLM(tok);
+  ExpectGolden(*WithPreTokenizer(*tok, "gpt2", false), "gpt2");
+}
+
+TEST(TokenizerTest, Llama3PreTokenizerMatchesHfTokenizers) {
+  REQUIRE_SMOLLM(tok);
+  ExpectGolden(*WithPreTokenizer(*tok, "llama3", true), "llama3");
+}
+
+TEST(TokenizerTest, HfDirMatchesHfTokenizers) {
+  auto tok = Tokenizer::FromHfDir(testing_tokenizer::kHfTinyDir);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->bos_id(), 0);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_TRUE((*tok)->add_bos());
+  EXPECT_EQ(static_cast<const BpeTokenizer*>(tok->get())->pre_tokenizer(), PreTokenizerKind::kLlama3);
+  ExpectGolden(**tok, "hf_tiny");
+  EXPECT_EQ((*tok)->Encode("hi", /*add_bos=*/true).front(), 0);
+}
+
+TEST(TokenizerTest, HfDirErrors) {
+  EXPECT_EQ(Tokenizer::FromHfDir("/nonexistent/dir").status().code(), StatusCode::kNotFound);
+}
+
+TEST(TokenizerTest, SpecialTokensAreSingleIds) {
+  REQUIRE_SMOLLM(tok);
+  EXPECT_EQ(tok->Encode("<|im_start|>", false), (std::vector<int32_t>{1}));
+  EXPECT_EQ(tok->Encode("<|im_end|><|endoftext|>", false), (std::vector<int32_t>{2, 0}));
+  const std::vector<int32_t> ids = tok->Encode("<|im_start|>user\nHi<|im_end|>", false);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(ids.back(), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 1);
+  // Not parsed: plain text, decoding back to the same characters.
+  const std::vector<int32_t> plain = tok->Encode("<|im_start|>", false, /*parse_special=*/false);
+  EXPECT_GT(plain.size(), 1u);
+  for (int32_t id : plain) EXPECT_FALSE(tok->IsSpecial(id));
+  EXPECT_EQ(tok->Decode(plain), "<|im_start|>");
+  // BOS only when asked.
+  EXPECT_EQ(tok->Encode("hi", true).front(), 1);
+  EXPECT_NE(tok->Encode("hi", false).front(), 1);
+}
+
+TEST(TokenizerTest, RoundTripOverCorpusAndRandomText) {
+  REQUIRE_SMOLLM(tok);
+  for (const std::string& text : Corpus()) {
+    EXPECT_EQ(tok->Decode(tok->Encode(text, false)), text);
+    EXPECT_EQ(tok->Decode(tok->Encode(text, false, false)), text);
+  }
+  // Random strings over a mixed alphabet: byte-level BPE is lossless.
+  const std::vector<std::string> alphabet = {"a", "Z", " ", "  ", "\n", "\t", "7", "'", "s", "é", "ß", "中", "文",
+                                             "😀", "🏽", "\u200d", "!", "(", "_", "\r\n", "ℵ", "١"};
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text;
+    const int len = static_cast<int>(rng() % 40);
+    for (int i = 0; i < len; ++i) text += alphabet[rng() % alphabet.size()];
+    ASSERT_EQ(tok->Decode(tok->Encode(text, false)), text) << text;
+  }
+}
+
+TEST(TokenizerTest, InvalidUtf8IsEncodedBytewise) {
+  REQUIRE_SMOLLM(tok);
+  // SmolLM2 lacks tokens for a few bytes (never in UTF-8: C0, C1, F5..FF; rare: 04, 06, F1, ...):
+  // those become the unknown token, as in HF tokenizers. Every other byte round-trips.
+  std::vector<char> bytes_with_token;
+  for (int b = 0; b < 256; ++b) {
+    std::string symbol;
+    unicode::AppendUtf8(ByteToUnicode(static_cast<uint8_t>(b)), &symbol);
+    const bool never_in_utf8 = b == 0xC0 || b == 0xC1 || b >= 0xF5;
+    if (never_in_utf8) {
+      EXPECT_FALSE(tok->TokenId(symbol).has_value()) << b;
+    }
+    if (tok->TokenId(symbol)) bytes_with_token.push_back(static_cast<char>(b));
+  }
+  EXPECT_EQ(bytes_with_token.size(), 256u - 21u);
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string bytes;
+    const int len = static_cast<int>(rng() % 24);
+    for (int i = 0; i < len; ++i) bytes.push_back(bytes_with_token[rng() % bytes_with_token.size()]);
+    std::string concat;
+    for (int32_t id : tok->Encode(bytes, false, false)) concat += tok->TokenText(id);
+    ASSERT_EQ(concat, bytes);
+    EXPECT_EQ(tok->Decode(tok->Encode(bytes, false, false)), unicode::SanitizeUtf8(bytes));
+  }
+  EXPECT_EQ(tok->Decode(tok->Encode("a\xF0" "b", false)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(tok->Encode("a\xFF", false).back(), 0);  // <|endoftext|>, the unknown token
+}
+
+TEST(TokenizerTest, DecodeSkipsOutOfRangeIds) {
+  REQUIRE_SMOLLM(tok);
+  const std::vector<int32_t> hello = tok->Encode("hello", false);
+  std::vector<int32_t> ids = {-5};
+  ids.insert(ids.end(), hello.begin(), hello.end());
+  ids.push_back(1 << 30);
+  EXPECT_EQ(tok->Decode(ids), "hello");
+  EXPECT_EQ(tok->TokenText(-1), "");
+}
+
+TEST(PreTokenizerTest, SplitsLikeTheRegexes) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "Hello  world"), (V{"Hello", " ", " world"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "a\n\nb"), (V{"a", "\n", "\n", "b"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "x   \n  y"), (V{"x", "   \n ", " y"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "it's 2024!"), (V{"it", "'s", " 2024", "!"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kSmolLM, "it's 2024!"), (V{"it", "'s", " ", "2", "0", "2", "4", "!"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "it's 2024!"), (V{"it", "'s", " ", "202", "4", "!"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "a\n\nb"), (V{"a", "\n\n", "b"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "x   \n  y"), (V{"x", "   \n", " ", " y"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "I'VE seen 12345 cats\r\n\r\n ok"),
+            (V{"I", "'VE", " seen", " ", "123", "45", " cats", "\r\n\r\n", " ok"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "I'VE"), (V{"I", "'", "VE"}));
+  EXPECT_TRUE(PreTokenize(PreTokenizerKind::kGpt2, "").empty());
+  EXPECT_FALSE(PreTokenizerFromName("no-such-pre").has_value());
+}
+
+TEST(UnicodeTest, Classes) {
+  EXPECT_TRUE(unicode::IsLetter('a'));
+  EXPECT_TRUE(unicode::IsLetter(U'é'));
+  EXPECT_TRUE(unicode::IsLetter(U'中'));
+  EXPECT_TRUE(unicode::IsNumber('7'));
+  EXPECT_TRUE(unicode::IsNumber(U'½'));
+  EXPECT_TRUE(unicode::IsNumber(U'Ⅻ'));
+  EXPECT_TRUE(unicode::IsWhitespace(U'\u3000'));
+  EXPECT_TRUE(unicode::IsWhitespace(U'\u0085'));
+  EXPECT_FALSE(unicode::IsWhitespace(U'\u200b'));
+  EXPECT_TRUE(unicode::IsPunctuation('!'));
+  EXPECT_TRUE(unicode::IsSymbol(U'😀'));
+  EXPECT_TRUE(unicode::IsMark(U'\u0301'));
+  EXPECT_EQ(unicode::ClassFlags(0x10FFFF), 0);
+}
+
+TEST(UnicodeTest, SanitizeReplacesMaximalSubparts) {
+  // Expected values as Python's bytes.decode("utf-8", "replace") gives them.
+  const std::string r(unicode::kReplacementCharacter);
+  EXPECT_EQ(unicode::SanitizeUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
+  EXPECT_EQ(unicode::SanitizeUtf8("\xC3"), r);
+  EXPECT_EQ(unicode::SanitizeUtf8("\xE0\x80"), r + r);
+  EXPECT_EQ(unicode::SanitizeUtf8("\xF0\x9F\x98" "A"), r + "A");
+  EXPECT_EQ(unicode::SanitizeUtf8("\xC0\xAF"), r + r);
+  EXPECT_EQ(unicode::SanitizeUtf8("\xED\xA0\x80"), r + r + r);
+  EXPECT_EQ(unicode::SanitizeUtf8("\xF4\x90\x80\x80"), r + r + r + r);
+  EXPECT_EQ(unicode::SanitizeUtf8("\xE2\x82\xE2\x82\xAC"), r + "\xE2\x82\xAC");
+  EXPECT_TRUE(unicode::IsValidUtf8("\xF0\x9F\x98\x80"));
+  EXPECT_FALSE(unicode::IsValidUtf8("\xF0\x9F\x98"));
+}
+
+// A SentencePiece-style vocabulary made by hand: scores decide the merge order, <0xNN> byte
+// fallback covers characters with no piece, a space prefix goes before the text.
+TokenizerVocab HandMadeSpmVocab() {
+  TokenizerVocab v;
+  v.model = TokenizerModel::kSpm;
+  v.add_space_prefix = true;
+  auto add = [&](const std::string& piece, float score, TokenType type = TokenType::kNormal) {
+    v.pieces.push_back(piece);
+    v.scores.push_back(score);
+    v.types.push_back(type);
+    return static_cast<int32_t>(v.pieces.size() - 1);
+  };
+  v.unk_id = add("<unk>", 0, TokenType::kUnknown);
+  v.bos_id = add("<s>", 0, TokenType::kControl);
+  v.eos_id = add("</s>", 0, TokenType::kControl);
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof(piece), "<0x%02X>", b);
+    add(piece, 0, TokenType::kByte);  // ids 3..258
+  }
+  // ids from 259 on
+  for (const char* c : {"\xE2\x96\x81", "h", "e", "l", "o", "w", "r", "d", "a", "b"}) add(c, -10);
+  add("\xE2\x96\x81h", -1);        // 269 ▁h
+  add("el", -2);                   // 270
+  add("ll", -0.5);                 // 271: beats "el"
+  add("lo", -3);                   // 272
+  add("\xE2\x96\x81hello", -4);    // 273
+  add("ell", -0.7);                // 274
+  add("\xE2\x96\x81hell", -0.8);   // 275
+  add("\xE2\x96\x81hellow", -9);   // 276
+  add("ab", -1);                   // 277
+  add("ba", -1);                   // 278
+  return v;
+}
+
+TEST(SpmTokenizerTest, ScoresByteFallbackAndSpacePrefix) {
+  auto made = Tokenizer::FromVocab(HandMadeSpmVocab());
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const Tokenizer& tok = **made;
+  EXPECT_EQ(tok.model(), TokenizerModel::kSpm);
+  EXPECT_EQ(tok.eot_id(), tok.eos_id());
+  // "▁hello": ll (-0.5) first, then ell (-0.7), then ▁h (-1), then ▁h+ell=▁hell (-0.8), then +o:
+  // "▁hello" (-4). Leftmost among equal scores: "abab" -> ab, ab (not a, ba, b).
+  EXPECT_EQ(tok.Encode("hello", false), (std::vector<int32_t>{273}));
+  EXPECT_EQ(tok.Encode("hello", true), (std::vector<int32_t>{1, 273}));
+  EXPECT_EQ(tok.Encode("abab", false), (std::vector<int32_t>{259, 277, 277}));
+  // é has no piece: its two UTF-8 bytes as byte tokens (<0xC3> = 3 + 0xC3, <0xA9> = 3 + 0xA9).
+  EXPECT_EQ(tok.Encode("h\xC3\xA9", false), (std::vector<int32_t>{269, 3 + 0xC3, 3 + 0xA9}));
+  // The space prefix also follows a control token written in the text.
+  EXPECT_EQ(tok.Encode("a</s>a", false), (std::vector<int32_t>{259, 267, 2, 259, 267}));
+  EXPECT_EQ(tok.Encode("a</s>a", false, false).size(), 7u);  // "▁a</s>a": ▁, a, 4 byte tokens, a
+  // Decode: ▁ -> space, bytes reassembled, the first token's leading space dropped.
+  EXPECT_EQ(tok.Decode(tok.Encode("hello  world h\xC3\xA9", false)), "hello  world h\xC3\xA9");
+  EXPECT_EQ(tok.Decode({273, 273}), "hello hello");
+  EXPECT_EQ(tok.Decode({1, 273}), "<s> hello");  // as llama.cpp: only the first token is stripped
+  EXPECT_EQ(tok.TokenText(3 + 0x41), "A");
+  EXPECT_EQ(tok.TokenText(273), " hello");
+  EXPECT_TRUE(tok.IsSpecial(0));
+  EXPECT_TRUE(tok.IsSpecial(1));
+  EXPECT_FALSE(tok.IsSpecial(273));
+}
+
+TEST(SpmTokenizerTest, UnknownWithoutByteTokens) {
+  TokenizerVocab v;
+  v.model = TokenizerModel::kSpm;
+  v.pieces = {"<unk>", "\xE2\x96\x81", "a"};
+  v.types = {TokenType::kUnknown, TokenType::kNormal, TokenType::kNormal};
+  v.unk_id = 0;
+  auto tok = Tokenizer::FromVocab(v);
+  ASSERT_TRUE(tok.ok());
+  EXPECT_EQ((*tok)->Encode("a\xC3\xA9" "a", false), (std::vector<int32_t>{2, 0, 2}));
+}
+
+TEST(TokenizerTest, FromVocabRejectsInconsistentVocabularies) {
+  TokenizerVocab v;
+  EXPECT_EQ(Tokenizer::FromVocab(v).status().code(), StatusCode::kInvalidArgument);  // empty
+  v.pieces = {"a", "b"};
+  v.types = {TokenType::kNormal};
+  EXPECT_EQ(Tokenizer::FromVocab(v).status().code(), StatusCode::kInvalidArgument);
+  v.types.clear();
+  v.eos_id = 2;
+  EXPECT_EQ(Tokenizer::FromVocab(v).status().code(), StatusCode::kInvalidArgument);
+  v.eos_id = 1;
+  v.pre = "unknown-pre";
+  EXPECT_EQ(Tokenizer::FromVocab(v).status().code(), StatusCode::kUnimplemented);
+  v.pre = "gpt2";
+  v.merges = {"nospace"};
+  EXPECT_EQ(Tokenizer::FromVocab(v).status().code(), StatusCode::kInvalidArgument);
+  v.merges = {"a b"};
+  EXPECT_TRUE(Tokenizer::FromVocab(v).ok());
+}
+
+}  // namespace
+}  // namespace tpserve
