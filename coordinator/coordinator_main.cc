@@ -129,6 +129,7 @@ int Main(int argc, char** argv) {
   }
   options.limits.context_length = options.scheduler.max_model_len;
   options.eos_id = config->eos_id;
+  options.eot_id = config->eot_id;
   options.model_fingerprint = *fingerprint;
   StatusOr<std::unique_ptr<Server>> server =
       Server::Create(options, tokenizer.ok() ? tokenizer->get() : nullptr);

@@ -193,9 +193,9 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   schedule.stopping.stop_token_ids = request.stop_token_ids;
   schedule.stopping.ignore_eos = request.ignore_eos;
   schedule.stopping.eos_token_id = options_.eos_id;
-  if (request.prompt_kind == proto::PromptKind::kChat && prompt_builder_.end_of_turn_id() >= 0 &&
-      prompt_builder_.end_of_turn_id() != options_.eos_id && !request.ignore_eos) {
-    schedule.stopping.stop_token_ids.push_back(prompt_builder_.end_of_turn_id());
+  const int32_t eot_id = options_.eot_id >= 0 ? options_.eot_id : prompt_builder_.end_of_turn_id();
+  if (eot_id >= 0 && eot_id != options_.eos_id && !request.ignore_eos) {
+    schedule.stopping.stop_token_ids.push_back(eot_id);
   }
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;

@@ -51,6 +51,9 @@ struct ServerOptions {
   std::string model_name;
   ModelLimits limits;         // vocab size and context length of the served model
   int32_t eos_id = -1;
+  // End-of-turn token (ChatML <|im_end|>): like tpserve-run, every request stops on it too
+  // (unless ignore_eos). -1: the chat format's, as the tokenizer knows it.
+  int32_t eot_id = -1;
   // When set, a Hello whose fingerprint differs is refused (the group serves another model).
   std::optional<ModelFingerprint> model_fingerprint;
   std::vector<std::string> api_keys;  // empty: no authentication

@@ -1,0 +1,187 @@
+#include "client/serve_command.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace tpserve {
+namespace {
+
+volatile sig_atomic_t g_stop_requested = 0;
+
+void OnSignal(int) { g_stop_requested = 1; }
+
+struct ServeFlags {
+  std::string model;
+  int tp = 1;
+  std::string host = "127.0.0.1";
+  int port = 5555;
+  int worker_port = 5556;
+  std::vector<std::string> worker_args;  // passed through to tpserve-worker
+  std::vector<std::string> coordinator_args;
+};
+
+const char kServeUsage[] =
+    "usage: tpserve serve --model M [--tp N] [--host H] [--port P] [--worker-port P]\n"
+    "                     [--threads N] [--kv-memory-mb MB] [--block-size N]    (to tpserve-worker)\n"
+    "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n";
+
+std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
+  if (const char* v = std::getenv(env); v != nullptr && *v) return v;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& p : {self.parent_path() / name, self.parent_path().parent_path() / sibling_dir / name}) {
+      if (std::filesystem::exists(p, ec)) return p.string();
+    }
+  }
+  return name;  // from $PATH
+}
+
+pid_t Spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  return pid;
+}
+
+std::string Join(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      std::cerr << "tpserve serve: " << arg << " needs a value\n";
+      return false;
+    }
+    std::string value = argv[++i];
+    if (arg == "--model") {
+      f->model = value;
+    } else if (arg == "--tp") {
+      f->tp = std::atoi(value.c_str());
+    } else if (arg == "--host") {
+      f->host = value;
+    } else if (arg == "--port") {
+      f->port = std::atoi(value.c_str());
+    } else if (arg == "--worker-port") {
+      f->worker_port = std::atoi(value.c_str());
+    } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size") {
+      f->worker_args.insert(f->worker_args.end(), {arg, value});
+    } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
+               arg == "--max-model-len") {
+      f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
+    } else {
+      std::cerr << "tpserve serve: unknown flag " << arg << "\n";
+      return false;
+    }
+  }
+  if (f->model.empty() || f->tp < 1 || f->port <= 0 || f->worker_port <= 0) {
+    std::cerr << "tpserve serve: --model is required; --tp, ports must be positive\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunServeCommand(int argc, char** argv) {
+  ServeFlags flags;
+  if (!ParseServeFlags(argc, argv, &flags)) {
+    std::cerr << kServeUsage;
+    return 2;
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  std::vector<std::string> coordinator = {FindBinary("TPSERVE_COORDINATOR", "tpserve-coordinator", "coordinator"),
+                                          "--model", flags.model, "--host", flags.host,
+                                          "--port", std::to_string(flags.port),
+                                          "--worker-port", std::to_string(flags.worker_port)};
+  coordinator.insert(coordinator.end(), flags.coordinator_args.begin(), flags.coordinator_args.end());
+  const char* mpirun_env = std::getenv("TPSERVE_MPIRUN");
+  std::vector<std::string> workers = {mpirun_env && *mpirun_env ? mpirun_env : "mpirun",
+                                      "-np", std::to_string(flags.tp), "--oversubscribe", "--allow-run-as-root",
+                                      "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
+                                      "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
+                                      FindBinary("TPSERVE_WORKER", "tpserve-worker", "worker"),
+                                      "--model", flags.model,
+                                      "--coordinator", "tcp://127.0.0.1:" + std::to_string(flags.worker_port)};
+  workers.insert(workers.end(), flags.worker_args.begin(), flags.worker_args.end());
+
+  std::cerr << "tpserve serve: " << Join(coordinator) << "\n";
+  pid_t coordinator_pid = Spawn(coordinator);
+  if (coordinator_pid < 0) {
+    std::cerr << "tpserve serve: cannot start " << coordinator[0] << "\n";
+    return 1;
+  }
+  std::cerr << "tpserve serve: " << Join(workers) << "\n";
+  pid_t workers_pid = Spawn(workers);
+  if (workers_pid < 0) {
+    std::cerr << "tpserve serve: cannot start " << workers[0] << "\n";
+    kill(coordinator_pid, SIGTERM);
+    waitpid(coordinator_pid, nullptr, 0);
+    return 1;
+  }
+
+  int exit_code = 0;
+  bool drain_sent = false;
+  int coordinator_status = 0;
+  auto coordinator_exit_time = std::chrono::steady_clock::time_point::max();
+  // Supervise: poll both children (a supervisor's tick, not a synchronisation).
+  while (coordinator_pid > 0 || workers_pid > 0) {
+    if (g_stop_requested && !drain_sent && coordinator_pid > 0) {
+      std::cerr << "tpserve serve: draining\n";
+      kill(coordinator_pid, SIGTERM);
+      drain_sent = true;
+    }
+    int status = 0;
+    if (coordinator_pid > 0 && waitpid(coordinator_pid, &status, WNOHANG) == coordinator_pid) {
+      coordinator_pid = -1;
+      coordinator_status = status;
+      coordinator_exit_time = std::chrono::steady_clock::now();
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) exit_code = 1;
+    }
+    if (workers_pid > 0 && waitpid(workers_pid, &status, WNOHANG) == workers_pid) {
+      workers_pid = -1;
+      if (coordinator_pid > 0) {
+        std::cerr << "tpserve serve: the worker group exited; draining the coordinator\n";
+        exit_code = 1;
+        if (!drain_sent) kill(coordinator_pid, SIGTERM);
+        drain_sent = true;
+      }
+    }
+    // The coordinator sends Shutdown to the group on exit; give it time, then insist.
+    if (coordinator_pid < 0 && workers_pid > 0 &&
+        std::chrono::steady_clock::now() - coordinator_exit_time > std::chrono::seconds(15)) {
+      std::cerr << "tpserve serve: worker group still running after shutdown; terminating it\n";
+      kill(workers_pid, SIGTERM);
+      coordinator_exit_time = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  (void)coordinator_status;
+  return exit_code;
+}
+
+}  // namespace tpserve
