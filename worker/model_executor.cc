@@ -120,6 +120,12 @@ Status ModelExecutor::ValidatePlan(const StepPlan& plan) const {
                                std::to_string(vocab_size));
       }
     }
+#ifdef TPSERVE_HAVE_SAMPLER
+    if (seq.needs_token) {
+      Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
+      if (!sampling.ok()) return InvalidArgument(where + sampling.message());
+    }
+#endif
     const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
     const int64_t needed = CeilDiv(num_positions, block_size_);
     if (static_cast<int64_t>(seq.block_table.size()) < needed) {

@@ -42,6 +42,14 @@ TEST(ModelExecutorTest, PlanErrorsLeaveTheCacheUntouched) {
     auto result = engine.executor->Execute(plan);
     EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << result.status().ToString();
   }
+  SequencePlan bad_sampling = SeqStep(2, 0, {1}, {2});
+  bad_sampling.sampling.temperature = 1.0f;
+  bad_sampling.sampling.top_p = 0.0f;  // outside (0, 1]
+  {
+    StepPlan plan;
+    plan.sequences = {clobber, bad_sampling};
+    EXPECT_EQ(engine.executor->Execute(plan).status().code(), StatusCode::kInvalidArgument);
+  }
   StepPlan copy_plan;
   copy_plan.block_copies = {{2, 8}};
   copy_plan.sequences = {clobber};
