@@ -1,0 +1,33 @@
+// CounterRng: the counter-based random numbers of seeded sampling. Every draw is a pure function of
+// (seed, sample_index, token id) -- no state, no stream position -- so a sequence's tokens never
+// depend on which other sequences share its batch, on the TP degree, or on how the vocabulary is
+// split across ranks: any rank can compute the draw of any token on its own.
+//
+// The generator is Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
+// SC'11): key = the 64-bit seed, counter = (token id, sample_index, 0, 0).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace tpserve {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+// Philox-4x32 with 10 rounds: a bijection of the counter for each key.
+PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key);
+
+// A uniform double in the open interval (0, 1): 52 random bits, centred in their cell, so
+// 2^-53 <= u <= 1 - 2^-53 and neither log(u) nor log(-log(u)) can overflow.
+double CounterUniform(uint64_t seed, uint32_t sample_index, int32_t token_id);
+
+// A standard Gumbel draw -log(-log(u)) of the same u. Argmax over i of (x_i + Gumbel_i) is
+// distributed as softmax(x) (the Gumbel-max trick).
+double CounterGumbel(uint64_t seed, uint32_t sample_index, int32_t token_id);
+
+// Every CounterGumbel value is below this (the largest is -log(-log(1 - 2^-53)) ~= 36.7): a token
+// whose logit is more than kMaxGumbel below the best score so far cannot win and needs no draw.
+inline constexpr double kMaxGumbel = 40.0;
+
+}  // namespace tpserve
