@@ -1,0 +1,54 @@
+// CUDA twins of the CPU kernels in kernels/cpu/: same arguments, device pointers, and a stream.
+// Each launcher only enqueues work on `stream`; nothing synchronises. Every op is tested against
+// its CPU twin in tests/gpu/cuda_kernels_test.cc.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/rope_layout.h"
+#include "kernels/cpu/paged_attention.h"  // PagedAttentionArgs (here: device pointers)
+#include "kernels/cpu/weight_matrix.h"     // WeightMatrix (here: data is a device pointer)
+
+namespace tpserve::cuda {
+
+// out[t, :] = x[t, :] / sqrt(mean(x[t, :]²) + eps) * weight[:]; x and out may alias.
+// x: [T, dim], weight: [dim], out: [T, dim]
+void RmsNorm(const float* x, const float* weight, int64_t num_tokens, int64_t dim, float eps, float* out,
+             cudaStream_t stream);
+
+// In-place rotary embedding. x: [T, num_heads, head_dim], positions: [T], inv_freq: [head_dim / 2]
+void ApplyRope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+               const float* inv_freq, RopeLayout layout, cudaStream_t stream);
+
+// out[i] = silu(gate[i]) * up[i]; out may alias gate or up. gate, up, out: [n]
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream);
+
+// Vocab-parallel lookup (zeros outside the shard). ids: [T], out: [T, table.cols]
+void EmbeddingLookup(const WeightMatrix& table, int64_t vocab_begin, const int32_t* ids, int64_t num_tokens,
+                     float* out, cudaStream_t stream);
+
+// In-place softmax of each row. x: [num_rows, n]
+void Softmax(float* x, int64_t num_rows, int64_t n, cudaStream_t stream);
+
+// Paged attention over a mixed prefill/decode batch; fixed per-(token, head) order.
+// REQUIRES: head_dim <= 256.
+void PagedAttention(const PagedAttentionArgs& args, cudaStream_t stream);
+
+// k, v: [T, Hkv, D], slot_mapping: [T] (negative: skipped), caches: [num_blocks * block_size, Hkv, D]
+void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, int64_t num_tokens,
+                  int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache, cudaStream_t stream);
+
+// y[T, w.rows] = x[T, w.cols] · wᵀ. F32/F16/BF16 go through cublasGemmEx (F16/BF16 activations
+// are rounded to the weight type first, f32 accumulation); Q8_0/Q4_0/Q4_1 through a dequantising
+// kernel with one warp per (row, token), which is batch invariant. `cublas` must be bound to
+// `stream` (cublasSetStream) by the caller.
+void MatMul(cublasHandle_t cublas, const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
+            cudaStream_t stream);
+
+// The dequantising matrix-vector kernel alone (quantised types only).
+void QuantMatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, cudaStream_t stream);
+
+}  // namespace tpserve::cuda
