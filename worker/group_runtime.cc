@@ -13,25 +13,29 @@ Status RunGroup(const MakeExecutorFunction& make_executor, const LeadFunction& l
   ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> control, MpiCommunicator::Create(MPI_COMM_WORLD, options.control));
   const int rank = control->rank();
 
-  StatusOr<std::unique_ptr<StepExecutor>> local = make_executor(model_comm.get());
+  StatusOr<LoadedShard> local = make_executor(model_comm.get());
   // Agree before serving: a rank that failed to load would leave the others waiting in their
-  // first collective until the deadline.
-  int64_t failed_rank[1] = {local.ok() ? -1 : rank};
-  RETURN_IF_ERROR(control->AllReduceMaxInt64(failed_rank, 1));
+  // first collective until the deadline. Also agree on the KV capacity (the minimum).
+  int64_t agreed[2] = {local.ok() ? -1 : rank, local.ok() ? -local->num_kv_blocks : 0};
+  RETURN_IF_ERROR(control->AllReduceMaxInt64(agreed, 2));
   if (!local.ok()) return local.status();
-  if (failed_rank[0] >= 0) {
-    return FailedPrecondition("rank " + std::to_string(failed_rank[0]) + " failed to load its shard");
+  if (agreed[0] >= 0) {
+    return FailedPrecondition("rank " + std::to_string(agreed[0]) + " failed to load its shard");
   }
+  CHECK(local->executor != nullptr);
+  GroupInfo info;
+  info.tp_size = control->size();
+  info.num_kv_blocks = -agreed[1];
 
   GroupChannel channel(control.get());
   if (rank != 0) {
-    GroupFollower follower(&channel, local->get());
+    GroupFollower follower(&channel, local->executor.get());
     Status served = follower.Serve();
     LOG(DEBUG) << "rank " << rank << ": served " << follower.num_steps() << " steps: " << served.ToString();
     return served;
   }
-  GroupLeader leader(&channel, local->get());
-  RETURN_IF_ERROR(lead(leader));
+  GroupLeader leader(&channel, local->executor.get());
+  RETURN_IF_ERROR(lead(leader, info));
   return leader.Shutdown();
 }
 

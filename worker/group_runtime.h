@@ -3,8 +3,8 @@
 // of them loaded; then rank 0 runs `lead` with a GroupLeader (a StepExecutor for the whole group)
 // while the other ranks serve its plans until it returns.
 //
-//   RunGroup([&](Communicator* comm) { return MakeMyExecutor(comm); },
-//            [&](GroupLeader& group) { return Drive(group); });
+//   RunGroup([&](Communicator* comm) { return LoadMyShard(comm); },
+//            [&](GroupLeader& group, const GroupInfo& info) { return Drive(group, info); });
 #pragma once
 
 #include <functional>
@@ -22,10 +22,23 @@ struct GroupRuntimeOptions {
   MpiCommunicatorOptions control;      // plan broadcasts (deadline after a command header)
 };
 
+// One rank's loaded shard: its executor and the KV blocks it allocated (ranks with more KV heads
+// fit fewer blocks in the same memory; the group offers the smallest count).
+struct LoadedShard {
+  std::unique_ptr<StepExecutor> executor;
+  int64_t num_kv_blocks = 0;
+};
+
+// What the leader learns when the group is up.
+struct GroupInfo {
+  int tp_size = 1;
+  int64_t num_kv_blocks = 0;  // the minimum over ranks: plans may use blocks [0, num_kv_blocks)
+};
+
 // Builds this rank's executor; `comm` (rank() = TP rank, size() = TP size) outlives the executor.
-using MakeExecutorFunction = std::function<StatusOr<std::unique_ptr<StepExecutor>>(Communicator* comm)>;
+using MakeExecutorFunction = std::function<StatusOr<LoadedShard>(Communicator* comm)>;
 // Runs on rank 0 only, with the group; when it returns OK the followers are shut down.
-using LeadFunction = std::function<Status(GroupLeader& group)>;
+using LeadFunction = std::function<Status(GroupLeader& group, const GroupInfo& info)>;
 
 // REQUIRES: MPI is initialised (see RunMpiProcess in worker/group_process.h).
 // OK on every rank after a clean shutdown. On rank 0: lead's error, or a failure to load on any rank

@@ -78,15 +78,18 @@ StepPlan RandomPlan(std::mt19937& rng, uint64_t step_id) {
 TEST(GroupMpiTest, LeaderResultsNeedEveryRankAndFollowersStopOnShutdown) {
   FakeTpExecutor* mine = nullptr;
   int tp_size = 0;
-  auto make = [&](Communicator* comm) -> StatusOr<std::unique_ptr<StepExecutor>> {
+  auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     tp_size = comm->size();
     auto executor = std::make_unique<FakeTpExecutor>(comm);
     mine = executor.get();
-    return std::unique_ptr<StepExecutor>(std::move(executor));
+    // Ranks fit different numbers of blocks; the group offers the smallest.
+    return LoadedShard{std::move(executor), 100 - comm->rank()};
   };
   constexpr int kNumSteps = 50;
-  auto lead = [&](GroupLeader& group) -> Status {
+  auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
     EXPECT_EQ(group.tp_size(), tp_size);
+    EXPECT_EQ(info.tp_size, tp_size);
+    EXPECT_EQ(info.num_kv_blocks, 100 - (tp_size - 1));
     std::mt19937 rng(31);
     for (int step = 0; step < kNumSteps; ++step) {
       StepPlan plan = RandomPlan(rng, step);
@@ -127,11 +130,11 @@ TEST(GroupMpiTest, LeaderResultsNeedEveryRankAndFollowersStopOnShutdown) {
 
 TEST(GroupMpiTest, LoadFailureOnOneRankFailsEveryRank) {
   bool led = false;
-  auto make = [&](Communicator* comm) -> StatusOr<std::unique_ptr<StepExecutor>> {
+  auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     if (comm->rank() == comm->size() - 1) return ResourceExhausted("no room for the KV cache");
-    return std::unique_ptr<StepExecutor>(std::make_unique<FakeTpExecutor>(comm));
+    return LoadedShard{std::make_unique<FakeTpExecutor>(comm), 10};
   };
-  Status status = RunGroup(make, [&](GroupLeader&) {
+  Status status = RunGroup(make, [&](GroupLeader&, const GroupInfo&) {
     led = true;
     return OkStatus();
   });

@@ -1,0 +1,38 @@
+// ServeCoordinator: the group leader's conversation with the coordinator (comm/schema/worker.capnp).
+// Connects a DEALER to the coordinator's worker endpoint, sends Hello, waits for Welcome, then
+// executes each StepPlan on the group and answers with its StepResult, echoes heartbeats, and
+// returns on Shutdown.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "comm/worker_message.h"
+#include "common/status.h"
+#include "worker/step_executor.h"
+
+namespace tpserve {
+
+struct GroupSessionOptions {
+  std::string coordinator_endpoint;  // e.g. "tcp://10.0.0.1:5556"
+  HelloMessage hello;                // what this group offers
+  std::string routing_id;            // the DEALER's identity ("": hostname:pid)
+  std::chrono::milliseconds connect_timeout{60000};  // until Hello is delivered and Welcome arrives
+  std::chrono::milliseconds send_timeout{10000};
+  // With heartbeats (Welcome.heartbeat_interval_ms > 0), the coordinator counts as lost after
+  // this many intervals without any message from it (and at least min_silence).
+  int lost_after_intervals = 20;
+  std::chrono::milliseconds min_silence{10000};
+  // How often the idle loop wakes up to check liveness.
+  std::chrono::milliseconds poll_interval{200};
+};
+
+// OK on the coordinator's Shutdown. UNAVAILABLE when the coordinator is unreachable, refuses the
+// Hello (its Error message), or goes silent; a step error that is not a plan error (reported to
+// the coordinator first as a fatal Error). Plan errors are reported (non-fatal Error with the
+// step id) and serving goes on.
+Status ServeCoordinator(zmq::context_t& context, StepExecutor& group, const GroupSessionOptions& options);
+
+}  // namespace tpserve
