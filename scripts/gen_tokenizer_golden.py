@@ -94,6 +94,20 @@ def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
 
+# Seeded random strings over pieces that stress the pre-tokenizers' boundaries (contractions, digit
+# runs, whitespace runs before words and newlines, mixed scripts, special tokens).
+RANDOM_PIECES = ["a", "b", "Z", "the", " ", "  ", "\n", "\r\n", "\t", "0", "7", "42", "'", "'s", "'LL", "\u00e9",
+                 "\u00df", "\u03a9", "\u044f", "\u4e2d", "\u6587", "\u306e", "\U0001F600", "\U0001F3FD", "\u200d",
+                 "!", "?", ".", ",", "(", ")", "_", "-", "\u2135", "\u0661", "\u00bd", "\u216b", "\u00a0", "\u3000",
+                 "<|im_start|>", "<|im_end|>", "<", "|", ">", " x", " 1"]
+
+
+def random_corpus(count, seed=7):
+    import random
+    rng = random.Random(seed)
+    return ["".join(rng.choice(RANDOM_PIECES) for _ in range(rng.randrange(1, 30))) for _ in range(count)]
+
+
 def read_gguf(path):
     r = gguf.GGUFReader(path)
     f = r.fields
@@ -131,11 +145,13 @@ def main():
     gpt2 = build_bpe(tokens, types, merges, byte_level(True))
     llama3 = build_bpe(tokens, types, merges, llama3_pre(), ignore_merges=True)
 
+    corpus = CORPUS + random_corpus(150)
+
     # Sanity checks against ids known from SmolLM2's published tokenizer.
     assert smollm.encode("<|im_start|>").ids == [1], smollm.encode("<|im_start|>").ids
     assert smollm.encode("<|im_end|>").ids == [2]
     assert smollm.encode("<|endoftext|>").ids == [0]
-    for text in CORPUS:
+    for text in corpus:
         ids = smollm.encode(text).ids
         assert smollm.decode(ids, skip_special_tokens=False) == text, text
 
@@ -158,7 +174,7 @@ def main():
                 % (__import__("tokenizers").__version__, os.path.basename(GGUF_PATH)))
         f.write("# variant<TAB>hex(utf-8 text)<TAB>token ids (special tokens parsed)\n")
         for name, tok in (("smollm", smollm), ("gpt2", gpt2), ("llama3", llama3), ("hf_tiny", tiny)):
-            for text in CORPUS:
+            for text in corpus:
                 ids = tok.encode(text).ids
                 f.write("%s\t%s\t%s\n" % (name, text.encode("utf-8").hex(), " ".join(map(str, ids))))
 
@@ -193,7 +209,7 @@ def main():
             f.write("llama2_%s\t%s\n" % (name, text.encode("utf-8").hex()))
             text = llama3.render(messages=msgs, add_generation_prompt=True, bos_token="<|begin_of_text|>")
             f.write("llama3_%s\t%s\n" % (name, text.encode("utf-8").hex()))
-    print("wrote", len(CORPUS), "cases per variant")
+    print("wrote", len(corpus), "cases per variant")
 
 
 if __name__ == "__main__":
