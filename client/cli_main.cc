@@ -5,6 +5,8 @@
 //       [--repetition-penalty R] [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]
 //       [--print-ids] [--json] [--api-key K]
 //   tpserve chat   [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]
+//   tpserve batch  [--server E] (--prompt T)... [--chat] [--max-tokens N] [...generate flags]
+//       all prompts as concurrent requests on one connection; prints each answer and throughput
 //   tpserve health [--server E]          tpserve stats [--server E]
 //   tpserve serve  --model M [--tp N] [--port 5555] [--worker-port 5556] [--threads N] [--kv-mb MB]
 //
@@ -17,7 +19,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,7 +38,9 @@ struct CliFlags {
   bool has_prompt = false;
   bool print_ids = false;
   bool json = false;
+  bool as_chat = false;
   std::string system;
+  std::vector<std::string> prompts;  // every --prompt (batch)
 };
 
 const char kUsage[] =
@@ -43,6 +49,7 @@ const char kUsage[] =
     "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
     "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
     "                        [--print-ids] [--json] [--api-key K]\n"
+    "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
     "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
     "       tpserve health [--server E]\n"
     "       tpserve stats [--server E]\n"
@@ -88,6 +95,7 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
     } else if (arg == "--prompt") {
       f.request.prompt_kind = proto::PromptKind::kText;
       ASSIGN_OR_RETURN(f.request.prompt_text, value());
+      f.prompts.push_back(f.request.prompt_text);
       f.has_prompt = true;
     } else if (arg == "--chat") {
       f.request.prompt_kind = proto::PromptKind::kChat;
@@ -145,6 +153,8 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
       f.print_ids = true;
     } else if (arg == "--json") {
       f.json = true;
+    } else if (arg == "--as-chat") {
+      f.as_chat = true;
     } else {
       return InvalidArgument("unknown flag " + arg);
     }
@@ -248,6 +258,68 @@ int Chat(const CliFlags& flags) {
   return 0;
 }
 
+// Every prompt as its own request, all in flight at once on one connection.
+int Batch(const CliFlags& flags) {
+  if (flags.prompts.empty()) {
+    std::cerr << "tpserve batch: give at least one --prompt\n";
+    return 2;
+  }
+  StatusOr<std::unique_ptr<Client>> client = Client::Connect(flags.client);
+  if (!client.ok()) return Fail(client.status());
+  const auto start = std::chrono::steady_clock::now();
+  std::map<uint64_t, size_t> index_of;
+  for (size_t i = 0; i < flags.prompts.size(); ++i) {
+    proto::GenerateRequest request = flags.request;
+    request.n = 1;
+    if (flags.as_chat) {
+      request.prompt_kind = proto::PromptKind::kChat;
+      request.chat = {{"user", flags.prompts[i]}};
+    } else {
+      request.prompt_kind = proto::PromptKind::kText;
+      request.prompt_text = flags.prompts[i];
+    }
+    StatusOr<uint64_t> id = (*client)->Start(request);
+    if (!id.ok()) return Fail(id.status());
+    index_of[*id] = i;
+  }
+  std::vector<std::string> text(flags.prompts.size());
+  std::vector<proto::Finish> finish(flags.prompts.size());
+  size_t num_done = 0;
+  int exit_code = 0;
+  while (num_done < flags.prompts.size()) {
+    StatusOr<proto::ServerMessage> m = (*client)->Receive(flags.client.timeout);
+    if (!m.ok()) return Fail(m.status());
+    auto it = index_of.find(m->request_id);
+    if (it == index_of.end()) continue;
+    if (m->kind == proto::ServerMessageKind::kChunk) {
+      text[it->second] += m->chunk.text;
+    } else if (m->kind == proto::ServerMessageKind::kFinish) {
+      finish[it->second] = m->finish;
+      ++num_done;
+    } else if (m->kind == proto::ServerMessageKind::kError) {
+      std::cerr << "request " << it->second << ": " << StatusFromError(m->error).ToString() << "\n";
+      exit_code = 1;
+      ++num_done;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint64_t num_tokens = 0;
+  double ttft_sum = 0, tpot_sum = 0;
+  for (size_t i = 0; i < flags.prompts.size(); ++i) {
+    num_tokens += finish[i].usage.completion_tokens;
+    ttft_sum += finish[i].ttft_ms;
+    tpot_sum += finish[i].tpot_ms;
+    std::string oneline = text[i];
+    for (char& c : oneline) c = (c == '\n') ? ' ' : c;
+    std::cout << "[" << i << "] " << flags.prompts[i] << " →" << oneline << "\n";
+  }
+  const double n = static_cast<double>(flags.prompts.size());
+  std::printf("batch: %zu concurrent requests, %llu tokens in %.2f s: %.1f tokens/s; mean TTFT %.1f ms, mean TPOT %.1f ms\n",
+              flags.prompts.size(), static_cast<unsigned long long>(num_tokens), seconds, num_tokens / seconds,
+              ttft_sum / n, tpot_sum / n);
+  return exit_code;
+}
+
 int Health(const CliFlags& flags) {
   StatusOr<std::unique_ptr<Client>> client = Client::Connect(flags.client);
   if (!client.ok()) return Fail(client.status());
@@ -293,6 +365,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "generate") return Generate(*flags);
   if (command == "chat") return Chat(*flags);
+  if (command == "batch") return Batch(*flags);
   if (command == "health") return Health(*flags);
   if (command == "stats") return Stats(*flags);
   std::cerr << "tpserve: unknown command " << command << "\n" << kUsage;
