@@ -141,8 +141,16 @@ class Scheduler {
   int32_t ChunkLimit(int32_t budget) const;
   SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens) const;
   bool StopsAfter(const Sequence& seq, int32_t token) const;
-  SequenceEvent FinishEvent(const Sequence& seq) const;
+  void FillUsage(const Sequence& seq, SequenceEvent& event) const;
+  // seq leads a request whose other samples wait to fork from it.
+  bool HasPendingChildren(const Sequence& seq) const;
   double Now() const;
+
+  struct InFlightSequence {
+    uint64_t seq_id;
+    int32_t num_tokens;
+    bool needs_token;
+  };
 
   const SchedulerConfig config_;
   BlockManager block_manager_;
@@ -155,6 +163,7 @@ class Scheduler {
   uint64_t next_arrival_ = 0;
   uint64_t next_step_id_ = 1;
   bool in_flight_ = false;
+  std::vector<InFlightSequence> in_flight_plan_;  // [sequences of the plan in flight]
   uint64_t in_flight_step_id_ = 0;
   int64_t num_steps_ = 0;
   int64_t num_preemptions_ = 0;

@@ -1,0 +1,479 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <unordered_set>
+
+#include "common/check.h"
+
+namespace tpserve {
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int32_t CeilDiv(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
+
+void Erase(std::vector<Sequence*>& queue, const Sequence* seq) {
+  auto it = std::find(queue.begin(), queue.end(), seq);
+  CHECK(it != queue.end()) << "seq " << seq->seq_id << " not queued";
+  queue.erase(it);
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size)
+    : config_(config),
+      block_manager_(num_blocks, block_size, config.enable_prefix_caching),
+      clock_(SteadySeconds) {
+  CHECK_GT(config.max_num_seqs, 0);
+  CHECK_GT(config.max_num_batched_tokens, 0);
+  CHECK_GE(config.max_queue, 0);
+  CHECK_GT(config.max_model_len, 0);
+  CHECK_GE(config.prefill_chunk, 0);
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::SetClock(std::function<double()> clock) { clock_ = std::move(clock); }
+
+double Scheduler::Now() const { return clock_(); }
+
+bool Scheduler::Before(const Sequence& a, const Sequence& b) const {
+  if (config_.enable_priority && a.priority != b.priority) return a.priority < b.priority;
+  if (a.arrival_order != b.arrival_order) return a.arrival_order < b.arrival_order;
+  return a.sample_index < b.sample_index;
+}
+
+void Scheduler::InsertOrdered(std::vector<Sequence*>& queue, Sequence* seq) const {
+  auto it = std::upper_bound(queue.begin(), queue.end(), seq,
+                             [this](const Sequence* a, const Sequence* b) { return Before(*a, *b); });
+  queue.insert(it, seq);
+}
+
+int32_t Scheduler::num_waiting() const {
+  int32_t n = static_cast<int32_t>(waiting_.size());
+  for (const auto& [request_id, children] : pending_forks_) n += static_cast<int32_t>(children.size());
+  return n;
+}
+
+int32_t Scheduler::num_running() const { return static_cast<int32_t>(running_.size()); }
+
+const Sequence* Scheduler::FindSequence(uint64_t seq_id) const {
+  auto it = live_.find(seq_id);
+  return it == live_.end() ? nullptr : it->second.get();
+}
+
+Status Scheduler::Add(ScheduleRequest request) {
+  const int64_t num_prompt = static_cast<int64_t>(request.prompt_ids.size());
+  const int32_t n = request.num_samples;
+  if (num_prompt == 0) return InvalidArgument("empty prompt");
+  if (request.stopping.max_tokens <= 0) {
+    return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.stopping.max_tokens));
+  }
+  if (n < 1 || n > kMaxSamplesPerRequest || n > config_.max_num_seqs) {
+    return InvalidArgument("n must be in [1, " +
+                           std::to_string(std::min(kMaxSamplesPerRequest, config_.max_num_seqs)) +
+                           "], got " + std::to_string(n));
+  }
+  if (request.request_id > kMaxRequestId) return InvalidArgument("request id too large");
+  const uint64_t first_id = SequenceIdOf(request.request_id, 0);
+  auto live_it = live_.lower_bound(first_id);
+  if (live_it != live_.end() && live_it->first < first_id + kMaxSamplesPerRequest) {
+    return InvalidArgument("request id " + std::to_string(request.request_id) + " is already live");
+  }
+  const int64_t total = num_prompt + request.stopping.max_tokens;
+  if (total > config_.max_model_len) {
+    return OutOfRange("prompt (" + std::to_string(num_prompt) + " tokens) + max_tokens (" +
+                      std::to_string(request.stopping.max_tokens) + ") exceeds the context of " +
+                      std::to_string(config_.max_model_len) + " tokens");
+  }
+  // The last sampled token is never fed back, so it needs no KV slot.
+  const int32_t blocks_needed = CeilDiv(total - 1, block_manager_.block_size());
+  if (blocks_needed > block_manager_.num_blocks()) {
+    return OutOfRange("prompt + max_tokens needs " + std::to_string(blocks_needed) +
+                      " KV blocks, the cache has " + std::to_string(block_manager_.num_blocks()));
+  }
+  if (!config_.enable_chunked_prefill && num_prompt > config_.max_num_batched_tokens) {
+    return OutOfRange("prompt of " + std::to_string(num_prompt) + " tokens exceeds the step budget of " +
+                      std::to_string(config_.max_num_batched_tokens) + " (chunked prefill is off)");
+  }
+  if (num_waiting() + n > config_.max_queue) {
+    return ResourceExhausted("overloaded: " + std::to_string(num_waiting()) +
+                             " sequences already waiting (limit " + std::to_string(config_.max_queue) + ")");
+  }
+
+  const uint64_t arrival = next_arrival_++;
+  const double arrival_time = request.arrival_time_s < 0 ? Now() : request.arrival_time_s;
+  // Sample 0 prefills the shared prompt; the others fork from it at its last prompt token. A
+  // one-token prompt has nothing to share, so its samples start on their own.
+  const bool fork = n > 1 && num_prompt > 1;
+  for (int32_t i = 0; i < n; ++i) {
+    auto seq = std::make_unique<Sequence>();
+    seq->seq_id = SequenceIdOf(request.request_id, i);
+    seq->request_id = request.request_id;
+    seq->sample_index = i;
+    seq->prompt_ids = request.prompt_ids;
+    seq->sampling = request.sampling;
+    seq->stopping = request.stopping;
+    seq->priority = request.priority;
+    seq->arrival_order = arrival;
+    seq->arrival_time_s = arrival_time;
+    Sequence* raw = seq.get();
+    live_.emplace(raw->seq_id, std::move(seq));
+    if (fork && i > 0) {
+      pending_forks_[request.request_id].push_back(raw);
+    } else {
+      InsertOrdered(waiting_, raw);
+    }
+  }
+  return OkStatus();
+}
+
+bool Scheduler::HasPendingChildren(const Sequence& seq) const {
+  auto it = pending_forks_.find(seq.request_id);
+  if (it == pending_forks_.end()) return false;
+  return std::find(it->second.begin(), it->second.end(), &seq) == it->second.end();
+}
+
+int32_t Scheduler::PrefillTarget(const Sequence& seq) const {
+  // A request's leader stops before its last prompt token, where its samples fork.
+  return HasPendingChildren(seq) ? seq.num_prompt_tokens() - 1 : seq.num_tokens();
+}
+
+int32_t Scheduler::ChunkLimit(int32_t budget) const {
+  return config_.prefill_chunk > 0 ? std::min(budget, config_.prefill_chunk) : budget;
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  CHECK(seq->status == SequenceStatus::kRunning) << "seq " << seq->seq_id;
+  block_manager_.Free(*seq);
+  Erase(running_, seq);
+  seq->status = SequenceStatus::kWaiting;
+  ++seq->num_preemptions;
+  ++num_preemptions_;
+  InsertOrdered(waiting_, seq);
+}
+
+void Scheduler::ForkChildren(Sequence* leader) {
+  auto it = pending_forks_.find(leader->request_id);
+  CHECK(it != pending_forks_.end());
+  std::vector<Sequence*> children = std::move(it->second);
+  pending_forks_.erase(it);
+  for (Sequence* child : children) {
+    block_manager_.Fork(*leader, *child);
+    child->status = SequenceStatus::kRunning;
+    InsertOrdered(running_, child);
+  }
+}
+
+StepPlan Scheduler::Schedule() {
+  CHECK(!in_flight_) << "Schedule() with step " << in_flight_step_id_ << " still in flight";
+  int32_t budget = config_.max_num_batched_tokens;
+  std::vector<std::pair<Sequence*, int32_t>> scheduled;  // (sequence, new tokens), plan order
+  std::unordered_set<const Sequence*> is_scheduled;
+  bool preempted = false;
+
+  // Gives a running sequence its next tokens (a decode token or a prefill chunk), preempting
+  // the latest running sequences not yet scheduled when blocks run out. False if it was
+  // preempted itself.
+  auto schedule_running = [&](Sequence* seq) {
+    const int32_t wanted = std::min(PrefillTarget(*seq) - seq->num_computed, ChunkLimit(budget));
+    CHECK_GT(wanted, 0) << "seq " << seq->seq_id;
+    int32_t n = 0;
+    while ((n = std::min(wanted, block_manager_.MaxAppendableTokens(*seq))) == 0) {
+      Sequence* victim = nullptr;
+      for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+        if (!is_scheduled.count(*it)) {
+          victim = *it;
+          break;
+        }
+      }
+      CHECK(victim != nullptr);
+      Preempt(victim);
+      preempted = true;
+      if (victim == seq) return false;
+    }
+    block_manager_.Append(*seq, n);
+    scheduled.emplace_back(seq, n);
+    is_scheduled.insert(seq);
+    budget -= n;
+    return true;
+  };
+
+  // 1-2. Running sequences: decodes (one token left) first, then partial prefills.
+  std::vector<Sequence*> order;
+  for (Sequence* seq : running_) {
+    if (PrefillTarget(*seq) - seq->num_computed == 1) order.push_back(seq);
+  }
+  for (Sequence* seq : running_) {
+    if (PrefillTarget(*seq) - seq->num_computed > 1) order.push_back(seq);
+  }
+  for (Sequence* seq : order) {
+    if (budget == 0) break;
+    if (seq->status != SequenceStatus::kRunning) continue;  // preempted for an earlier one
+    schedule_running(seq);
+  }
+
+  // 3. Waiting sequences in order, unless this step had to preempt (their blocks are the ones
+  // just freed; taking them back now would thrash).
+  while (!preempted && budget > 0 && !waiting_.empty()) {
+    Sequence* seq = waiting_.front();
+    const auto pending = pending_forks_.find(seq->request_id);
+    const int32_t group = 1 + (HasPendingChildren(*seq) ? static_cast<int32_t>(pending->second.size()) : 0);
+    if (num_running() + group > config_.max_num_seqs) break;
+    const int32_t cached = block_manager_.NumCachedPrefixTokens(*seq);
+    const int32_t remaining = PrefillTarget(*seq) - cached;
+    CHECK_GE(remaining, 0);
+    int32_t n = std::min(remaining, ChunkLimit(budget));
+    // Without chunked prefill a prompt goes whole; only one longer than any budget is split.
+    if (!config_.enable_chunked_prefill && n < remaining &&
+        remaining <= config_.max_num_batched_tokens) {
+      break;
+    }
+    // Admitted only when its whole chunk fits: a prompt that starts on the last free blocks would
+    // soon preempt itself or others.
+    if (!block_manager_.CanAllocate(*seq, n)) break;
+    block_manager_.Allocate(*seq, n);
+    if (seq->num_preemptions == 0) {
+      seq->num_cached_prompt_tokens = std::min(seq->num_computed, seq->num_prompt_tokens());
+    }
+    waiting_.erase(waiting_.begin());
+    seq->status = SequenceStatus::kRunning;
+    InsertOrdered(running_, seq);
+    if (n > 0) {
+      scheduled.emplace_back(seq, n);
+      is_scheduled.insert(seq);
+      budget -= n;
+    } else {
+      // The cache held the prompt up to the fork point: fork now, and each sample computes the
+      // last prompt token as soon as budget and blocks allow.
+      ForkChildren(seq);
+      for (Sequence* sample : std::vector<Sequence*>(running_)) {
+        if (sample->request_id != seq->request_id || is_scheduled.count(sample) || budget == 0) continue;
+        if (block_manager_.MaxAppendableTokens(*sample) < 1) continue;
+        block_manager_.Append(*sample, 1);
+        scheduled.emplace_back(sample, 1);
+        is_scheduled.insert(sample);
+        budget -= 1;
+      }
+    }
+  }
+
+  StepPlan plan;
+  if (scheduled.empty()) {
+    CHECK(block_manager_.TakeBlockCopies().empty());
+    return plan;
+  }
+  plan.step_id = next_step_id_++;
+  plan.block_copies = block_manager_.TakeBlockCopies();
+  in_flight_plan_.clear();
+  for (const auto& [seq, n] : scheduled) {
+    plan.sequences.push_back(MakePlan(*seq, n));
+    in_flight_plan_.push_back({seq->seq_id, n, plan.sequences.back().needs_token});
+    num_scheduled_tokens_ += n;
+    if (n == 1 && seq->num_output_tokens() > 0 && seq->num_computed + n == seq->num_tokens()) {
+      num_decode_tokens_ += n;
+    } else {
+      num_prefill_tokens_ += n;
+    }
+  }
+  ++num_steps_;
+  in_flight_ = true;
+  in_flight_step_id_ = plan.step_id;
+  return plan;
+}
+
+SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens) const {
+  SequencePlan p;
+  p.seq_id = seq.seq_id;
+  p.num_cached = seq.num_computed;
+  p.token_ids.reserve(num_new_tokens);
+  for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
+  p.block_table = seq.block_table;
+  CHECK_EQ(static_cast<int32_t>(p.block_table.size()),
+           CeilDiv(seq.num_computed + num_new_tokens, block_manager_.block_size()));
+  p.needs_token = seq.num_computed + num_new_tokens == seq.num_tokens();
+  p.sampling = seq.sampling;
+  p.sample_index = static_cast<uint32_t>(seq.num_output_tokens());
+  if (p.needs_token && seq.sampling.has_penalties()) p.penalty_tokens = seq.AllTokens();
+  return p;
+}
+
+bool Scheduler::StopsAfter(const Sequence& seq, int32_t token) const {
+  if (!seq.stopping.ignore_eos && seq.stopping.eos_token_id >= 0 && token == seq.stopping.eos_token_id) {
+    return true;
+  }
+  const auto& stops = seq.stopping.stop_token_ids;
+  return std::find(stops.begin(), stops.end(), token) != stops.end();
+}
+
+StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan, const StepResult& result) {
+  std::vector<SequenceEvent> events;
+  if (plan.sequences.empty()) return events;
+  if (!in_flight_ || plan.step_id != in_flight_step_id_) {
+    return InvalidArgument("step " + std::to_string(plan.step_id) + " is not the step in flight");
+  }
+  if (result.step_id != plan.step_id) {
+    return InvalidArgument("result of step " + std::to_string(result.step_id) + " for step " +
+                           std::to_string(plan.step_id));
+  }
+  if (plan.sequences.size() != in_flight_plan_.size()) return InvalidArgument("plan differs from the one scheduled");
+  size_t num_needing = 0;
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    if (plan.sequences[i].seq_id != in_flight_plan_[i].seq_id) return InvalidArgument("plan differs from the one scheduled");
+    if (!in_flight_plan_[i].needs_token) continue;
+    if (num_needing >= result.sequences.size() ||
+        result.sequences[num_needing].seq_id != in_flight_plan_[i].seq_id) {
+      return InvalidArgument("step " + std::to_string(plan.step_id) + " result lacks the token of seq " +
+                             std::to_string(in_flight_plan_[i].seq_id));
+    }
+    ++num_needing;
+  }
+  if (num_needing != result.sequences.size()) {
+    return InvalidArgument("step " + std::to_string(plan.step_id) + " result has " +
+                           std::to_string(result.sequences.size()) + " tokens, expected " +
+                           std::to_string(num_needing));
+  }
+
+  in_flight_ = false;
+  const double now = Now();
+  size_t r = 0;
+  for (const InFlightSequence& planned : in_flight_plan_) {
+    const SequenceResult* sampled = planned.needs_token ? &result.sequences[r++] : nullptr;
+    auto it = live_.find(planned.seq_id);
+    if (it == live_.end()) continue;  // aborted while the step ran
+    Sequence* seq = it->second.get();
+    CHECK(seq->status == SequenceStatus::kRunning) << "seq " << seq->seq_id;
+    seq->num_computed += planned.num_tokens;
+    block_manager_.MarkComputed(*seq);
+    if (sampled == nullptr) {
+      if (HasPendingChildren(*seq) && seq->num_computed == PrefillTarget(*seq)) ForkChildren(seq);
+      continue;
+    }
+    SequenceEvent event;
+    event.seq_id = seq->seq_id;
+    event.request_id = seq->request_id;
+    event.sample_index = seq->sample_index;
+    FinishReason reason = FinishReason::kNone;
+    if (sampled->token_id < 0) {
+      reason = FinishReason::kError;
+    } else {
+      seq->output_ids.push_back(sampled->token_id);
+      seq->output_logprobs.push_back(sampled->logprob);
+      if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
+      seq->last_token_time_s = now;
+      event.token_id = sampled->token_id;
+      event.logprob = sampled->logprob;
+      event.top_logprobs = sampled->top_logprobs;
+      if (StopsAfter(*seq, sampled->token_id)) {
+        reason = FinishReason::kStop;
+      } else if (seq->num_output_tokens() >= seq->stopping.max_tokens ||
+                 seq->num_tokens() >= config_.max_model_len) {
+        reason = FinishReason::kLength;
+      }
+    }
+    if (reason != FinishReason::kNone) {
+      Finish(seq, reason);
+      FillUsage(*seq, event);
+      live_.erase(it);
+    }
+    events.push_back(std::move(event));
+  }
+  in_flight_plan_.clear();
+  return events;
+}
+
+void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) const {
+  event.is_finished = true;
+  event.finish_reason = seq.finish_reason;
+  event.num_prompt_tokens = seq.num_prompt_tokens();
+  event.num_output_tokens = seq.num_output_tokens();
+  event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
+  event.ttft_s = seq.ttft_s();
+  event.tpot_s = seq.tpot_s();
+}
+
+void Scheduler::Finish(Sequence* seq, FinishReason reason) {
+  CHECK(seq->status != SequenceStatus::kFinished) << "seq " << seq->seq_id << " finished twice";
+  auto pending = pending_forks_.find(seq->request_id);
+  const bool is_pending_child =
+      pending != pending_forks_.end() &&
+      std::find(pending->second.begin(), pending->second.end(), seq) != pending->second.end();
+  if (is_pending_child) {
+    Erase(pending->second, seq);
+    if (pending->second.empty()) pending_forks_.erase(pending);
+  } else {
+    if (seq->status == SequenceStatus::kRunning) {
+      block_manager_.Free(*seq);
+      Erase(running_, seq);
+    } else {
+      Erase(waiting_, seq);
+    }
+    // A leader leaving before its samples forked hands the prompt to the next sample.
+    if (pending != pending_forks_.end()) {
+      Sequence* next = pending->second.front();
+      pending->second.erase(pending->second.begin());
+      if (pending->second.empty()) pending_forks_.erase(pending);
+      InsertOrdered(waiting_, next);
+    }
+  }
+  seq->status = SequenceStatus::kFinished;
+  seq->finish_reason = reason;
+  seq->finish_time_s = Now();
+}
+
+Status Scheduler::Abort(uint64_t seq_id, FinishReason reason) {
+  auto it = live_.find(seq_id);
+  if (it == live_.end()) return NotFound("no live sequence " + std::to_string(seq_id));
+  Finish(it->second.get(), reason);
+  live_.erase(it);
+  return OkStatus();
+}
+
+Status Scheduler::AbortRequest(uint64_t request_id, FinishReason reason) {
+  if (request_id > kMaxRequestId) return NotFound("no live request " + std::to_string(request_id));
+  const uint64_t first = SequenceIdOf(request_id, 0);
+  std::vector<uint64_t> ids;
+  for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
+    ids.push_back(it->first);
+  }
+  if (ids.empty()) return NotFound("no live request " + std::to_string(request_id));
+  // Last sample first, so no leader hands its prompt to a sample about to go too.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) RETURN_IF_ERROR(Abort(*it, reason));
+  return OkStatus();
+}
+
+void Scheduler::DiscardInFlight() {
+  if (!in_flight_) return;
+  in_flight_ = false;
+  for (const InFlightSequence& planned : in_flight_plan_) {
+    auto it = live_.find(planned.seq_id);
+    if (it != live_.end() && it->second->status == SequenceStatus::kRunning) Preempt(it->second.get());
+  }
+  in_flight_plan_.clear();
+  (void)block_manager_.TakeBlockCopies();
+}
+
+void Scheduler::ResetKvCache() {
+  DiscardInFlight();
+  while (!running_.empty()) Preempt(running_.back());
+  block_manager_.ResetPrefixCache();
+}
+
+SchedulerStats Scheduler::Stats() const {
+  SchedulerStats stats;
+  stats.num_waiting = num_waiting();
+  stats.num_running = num_running();
+  stats.num_steps = num_steps_;
+  stats.num_preemptions = num_preemptions_;
+  stats.num_scheduled_tokens = num_scheduled_tokens_;
+  stats.num_prefill_tokens = num_prefill_tokens_;
+  stats.num_decode_tokens = num_decode_tokens_;
+  stats.blocks = block_manager_.Stats();
+  return stats;
+}
+
+}  // namespace tpserve

@@ -1,0 +1,130 @@
+// FakeKvWorker: a stand-in worker group for scheduler tests that simulates the paged KV cache.
+// Each slot stores the token id whose "K/V" was written there; a step applies the block copies,
+// writes every planned token into its slot (through the block table), then, for each sequence
+// needing a token, reads its whole context back out of the slots and returns
+// NextToken(seq_id, context). So a wrong block table, a missed copy-on-write or a bad prefix-cache
+// hit changes the tokens, and tests compare against ReferenceOutput, which never touches blocks.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "comm/step_plan.h"
+#include "coordinator/sequence.h"
+
+namespace tpserve::testing_coordinator {
+
+constexpr int32_t kFakeVocab = 1000;
+
+// Deterministic next token for (seq, context): never dependent on the batch or block placement.
+inline int32_t FakeNextToken(uint64_t seq_id, const std::vector<int32_t>& context) {
+  uint64_t h = 0x243f6a8885a308d3ull ^ (seq_id * 0x9e3779b97f4a7c15ull);
+  for (int32_t t : context) {
+    h ^= static_cast<uint32_t>(t) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+  }
+  h ^= h >> 33;
+  return static_cast<int32_t>(h % kFakeVocab);
+}
+
+// What a request's sample produces alone, with unlimited memory: the scheduler must match it.
+inline std::vector<int32_t> ReferenceOutput(uint64_t seq_id, const std::vector<int32_t>& prompt,
+                                            const StoppingCriteria& stopping, int32_t max_model_len) {
+  std::vector<int32_t> context = prompt;
+  std::vector<int32_t> output;
+  while (true) {
+    const int32_t token = FakeNextToken(seq_id, context);
+    output.push_back(token);
+    context.push_back(token);
+    const bool eos = !stopping.ignore_eos && stopping.eos_token_id >= 0 && token == stopping.eos_token_id;
+    bool stop = eos;
+    for (int32_t s : stopping.stop_token_ids) stop |= token == s;
+    if (stop || static_cast<int32_t>(output.size()) >= stopping.max_tokens ||
+        static_cast<int32_t>(context.size()) >= max_model_len) {
+      return output;
+    }
+  }
+}
+
+class FakeKvWorker {
+ public:
+  FakeKvWorker(int32_t num_blocks, int32_t block_size)
+      : num_blocks_(num_blocks), block_size_(block_size), slots_(num_blocks * block_size, -1) {}
+
+  StepResult Execute(const StepPlan& plan) {
+    StepResult result;
+    result.step_id = plan.step_id;
+    for (const auto& [src, dst] : plan.block_copies) {
+      EXPECT_NE(src, dst);
+      for (int32_t j = 0; j < block_size_; ++j) slots_[dst * block_size_ + j] = slots_[src * block_size_ + j];
+    }
+    std::vector<int32_t> written_by(slots_.size(), -1);  // plan index that wrote each slot this step
+    for (size_t i = 0; i < plan.sequences.size(); ++i) {
+      const SequencePlan& sp = plan.sequences[i];
+      const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
+      EXPECT_EQ(static_cast<int32_t>(sp.block_table.size()), (end + block_size_ - 1) / block_size_)
+          << "seq " << sp.seq_id;
+      for (size_t k = 0; k < sp.token_ids.size(); ++k) {
+        const int32_t slot = Slot(sp, sp.num_cached + static_cast<int32_t>(k));
+        if (slot < 0) return result;
+        EXPECT_EQ(written_by[slot], -1) << "two sequences write slot " << slot << " in one step";
+        written_by[slot] = static_cast<int32_t>(i);
+        slots_[slot] = sp.token_ids[k];
+      }
+    }
+    for (const SequencePlan& sp : plan.sequences) {
+      if (!sp.needs_token) continue;
+      const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
+      std::vector<int32_t> context;
+      for (int32_t pos = 0; pos < end; ++pos) {
+        const int32_t slot = Slot(sp, pos);
+        if (slot < 0) return result;
+        EXPECT_GE(slots_[slot], 0) << "seq " << sp.seq_id << " reads an unwritten slot at " << pos;
+        context.push_back(slots_[slot]);
+      }
+      if (!sp.penalty_tokens.empty()) {
+        EXPECT_EQ(sp.penalty_tokens, context);
+      }
+      SequenceResult r;
+      r.seq_id = sp.seq_id;
+      r.token_id = override_ ? override_(sp.seq_id, context) : FakeNextToken(sp.seq_id, context);
+      r.logprob = -0.5f;
+      result.sequences.push_back(r);
+    }
+    ++num_steps_;
+    return result;
+  }
+
+  // Replaces FakeNextToken (e.g. to force an EOS).
+  void SetNextToken(std::function<int32_t(uint64_t, const std::vector<int32_t>&)> fn) { override_ = std::move(fn); }
+  int64_t num_steps() const { return num_steps_; }
+  // Loses every slot's contents, as a replaced worker group would.
+  void WipeKv() { std::fill(slots_.begin(), slots_.end(), -1); }
+
+ private:
+  int32_t Slot(const SequencePlan& sp, int32_t pos) {
+    const size_t index = static_cast<size_t>(pos / block_size_);
+    if (index >= sp.block_table.size()) {
+      ADD_FAILURE() << "seq " << sp.seq_id << " position " << pos << " beyond its block table";
+      return -1;
+    }
+    const int32_t block = sp.block_table[index];
+    if (block < 0 || block >= num_blocks_) {
+      ADD_FAILURE() << "seq " << sp.seq_id << " block id " << block << " out of range";
+      return -1;
+    }
+    return block * block_size_ + pos % block_size_;
+  }
+
+  const int32_t num_blocks_;
+  const int32_t block_size_;
+  std::vector<int32_t> slots_;  // [num_blocks * block_size] token id stored in each KV slot
+  std::function<int32_t(uint64_t, const std::vector<int32_t>&)> override_;
+  int64_t num_steps_ = 0;
+};
+
+}  // namespace tpserve::testing_coordinator
