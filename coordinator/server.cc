@@ -117,7 +117,7 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
     return;
   }
   const proto::ClientMessage& message = *decoded;
-  client_last_seen_[client_id] = Clock::now();
+  if (options_.client_timeout.count() > 0) client_last_seen_[client_id] = Clock::now();
   if (message.version != proto::kClientProtocolVersion) {
     Reject(client_id, message.request_id,
            InvalidArgument("protocol version " + std::to_string(message.version) + " is not spoken here (expected " +
@@ -479,6 +479,15 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     if (it == requests_.end()) continue;
     LiveRequest& live = it->second;
     if (event.token_id >= 0) ++num_tokens;
+    if (event.is_finished && event.finish_reason == FinishReason::kError) {
+      const std::string client_id = live.client_id;
+      const uint64_t client_request_id = live.stream->client_request_id();
+      ForgetRequest(event.request_id);  // the other samples too
+      ++num_requests_rejected_;
+      SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
+                                                      "the worker group returned no token for this request"));
+      continue;
+    }
     RequestStream::Output out = live.stream->OnEvent(event);
     if (out.is_stop_string_hit && !event.is_finished) {
       SampleUsage usage;

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "client/client.h"
+#include "model/gguf_file.h"
+#include "model/tokenizer.h"
 #include "tests/coordinator/fake_worker_group.h"
 
 namespace tpserve {
@@ -25,16 +27,16 @@ constexpr auto kWait = std::chrono::milliseconds(20000);
 
 class ServerTest : public ::testing::Test {
  protected:
-  void StartServer(ServerOptions options = {}) {
+  void StartServer(ServerOptions options = {}, const Tokenizer* tokenizer = nullptr) {
     options.client_endpoint = "tcp://127.0.0.1:*";
     options.worker_endpoint = "tcp://127.0.0.1:*";
     options.model_name = "fake";
-    options.limits = {kVocab, 1024};
-    options.eos_id = kEos;
+    if (options.limits.vocab_size == 0) options.limits = {vocab_, 1024};
+    if (options.eos_id < 0) options.eos_id = kEos;
     options.scheduler.max_num_seqs = 64;
     options.scheduler.max_num_batched_tokens = 256;
     options.scheduler.max_model_len = 1024;
-    auto server = Server::Create(options, nullptr);
+    auto server = Server::Create(options, tokenizer);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
     run_ = std::thread([this] { run_status_ = server_->Run(); });
@@ -49,7 +51,7 @@ class ServerTest : public ::testing::Test {
   }
 
   FakeWorkerGroup& AddGroup(FakeWorkerGroupOptions options = {}) {
-    options.vocab_size = kVocab;
+    options.vocab_size = vocab_;
     groups_.push_back(std::make_unique<FakeWorkerGroup>(server_->worker_endpoint(), options));
     return *groups_.back();
   }
@@ -88,6 +90,7 @@ class ServerTest : public ::testing::Test {
     return stats;
   }
 
+  int32_t vocab_ = kVocab;
   std::unique_ptr<Server> server_;
   std::thread run_;
   Status run_status_;
@@ -134,7 +137,7 @@ TEST_F(ServerTest, ConcurrentRequestsEachProduceTheirReferenceIds) {
   auto client = NewClient();
   WaitForGroups(*client, 1);
   std::mt19937 rng(42);
-  constexpr int kNumRequests = 48;
+  constexpr int kNumRequests = 64;
   std::map<uint64_t, proto::GenerateRequest> requests;
   for (int i = 0; i < kNumRequests; ++i) {
     proto::GenerateRequest r = IdsRequest(RandomPrompt(rng, 1 + static_cast<int>(rng() % 70)), 1 + rng() % 40);
@@ -397,6 +400,62 @@ TEST_F(ServerTest, DrainFinishesRunningRefusesNewAndShutsGroupsDown) {
   EXPECT_TRUE(run_status_.ok());
   EXPECT_TRUE(group.WaitShutdown(kWait));
   server_.reset();
+}
+
+// Text streaming with SmolLM2's tokenizer: the fake group emits ids over the full vocabulary; the
+// streamed text must equal Tokenizer::Decode of the reference ids, cut before the first
+// occurrence of a stop string taken from the middle of that text, with finish reason stop.
+TEST_F(ServerTest, StreamsDetokenizedTextAndCutsAtStopStrings) {
+  const char* kModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  auto file = GgufFile::Open(kModel);
+  if (!file.ok()) GTEST_SKIP() << "no " << kModel;
+  auto tokenizer = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
+  vocab_ = (*tokenizer)->vocab_size();
+  ServerOptions options;
+  options.limits = {vocab_, 1024};
+  options.eos_id = (*tokenizer)->eos_id();
+  StartServer(options, tokenizer->get());
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+
+  proto::GenerateRequest r;
+  r.prompt_kind = proto::PromptKind::kText;
+  r.prompt_text = "The quick brown fox";
+  r.max_tokens = 40;
+  r.ignore_eos = true;
+  std::vector<int32_t> prompt = (*tokenizer)->Encode(r.prompt_text, (*tokenizer)->add_bos(), false);
+  // Without stop strings: text = Decode(reference ids).
+  SamplingParams greedy;
+  std::vector<int32_t> tokens = prompt, expected_ids;
+  for (int i = 0; i < 40; ++i) {
+    expected_ids.push_back(testing::FakeNextToken(tokens, greedy, i, vocab_));
+    tokens.push_back(expected_ids.back());
+  }
+  const std::string full_text = (*tokenizer)->Decode(expected_ids);
+  std::string streamed;
+  auto plain = client->Generate(r, [&](const proto::TokenChunk& c) {
+    streamed += c.text;
+    return true;
+  });
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->token_ids[0], expected_ids);
+  EXPECT_EQ(plain->text[0], full_text);
+  EXPECT_EQ(streamed, full_text);
+
+  // A stop string from the middle of the text.
+  ASSERT_GT(full_text.size(), 20u);
+  const std::string stop = full_text.substr(full_text.size() / 2, 3);
+  r.stop = {stop};
+  auto cut = client->Generate(r);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(cut->text[0], full_text.substr(0, full_text.find(stop)));
+  EXPECT_EQ(cut->finish[0].reason, proto::FinishReason::kStop);
+  ASSERT_LE(cut->token_ids[0].size(), expected_ids.size());
+  EXPECT_TRUE(std::equal(cut->token_ids[0].begin(), cut->token_ids[0].end(), expected_ids.begin()));
+  proto::StatsReply stats = WaitIdle(*client);
+  EXPECT_EQ(stats.blocks_used, 0u);
 }
 
 }  // namespace
