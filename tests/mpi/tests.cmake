@@ -13,3 +13,9 @@ foreach(np 2 3 4)
                    SOURCES ${MPI_TEST_DIR}/group_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
                    LIBS tpserve_worker)
 endforeach()
+
+foreach(np 2 3 4)
+  tpserve_mpi_test(tensor_parallel_mpi_test ${np}
+                   SOURCES ${MPI_TEST_DIR}/tensor_parallel_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
+                   LIBS tpserve_testing)
+endforeach()
