@@ -1,0 +1,308 @@
+// End to end: the real coordinator Server, a real worker group (`mpirun -np 2 tpserve-worker`)
+// and the real client library, on a synthetic model (9/3 heads, vocab 1001: uneven TP splits) and
+// on SmolLM2-135M. Skipped when tpserve-worker is not built. Synchronises on messages only.
+//
+// What would fail if the system were wrong:
+//  - concurrent requests of mixed lengths (greedy and seeded) each produce exactly the ids they
+//    produce alone: batching, paging, chunked prefill or sampling that depends on the batch break it;
+//  - cancelling half of the requests mid-stream leaves zero KV blocks in use;
+//  - a repeated prompt prefix is served from the prefix cache and gives the same ids as cold;
+//  - invalid requests get typed errors and the server keeps serving; Shutdown ends the group (exit 0).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "coordinator/server.h"
+#include "model/gguf_file.h"
+#include "model/model_config.h"
+#include "model/synthetic_model.h"
+#include "model/tokenizer.h"
+#include "tests/coordinator/mpi_worker_group.h"
+
+namespace tpserve {
+namespace {
+
+constexpr auto kWait = std::chrono::milliseconds(120000);
+
+struct Request {
+  proto::GenerateRequest request;
+  std::vector<int32_t> ids_alone;
+};
+
+class EndToEnd {
+ public:
+  // Opens `model`, starts a Server and an np-rank worker group; sets `skip` when impossible.
+  EndToEnd(const std::string& model, int num_ranks) {
+    worker_binary_ = testing::FindWorkerBinary();
+    if (worker_binary_.empty()) {
+      skip_reason = "tpserve-worker is not built";
+      return;
+    }
+    auto file = GgufFile::Open(model);
+    if (!file.ok()) {
+      skip_reason = "no model " + model;
+      return;
+    }
+    auto config = ModelConfigFromGguf(**file);
+    EXPECT_TRUE(config.ok());
+    config_ = *config;
+    auto tokenizer = Tokenizer::FromGguf(**file);
+    if (tokenizer.ok()) tokenizer_ = std::move(*tokenizer);
+    ServerOptions options;
+    options.client_endpoint = "tcp://127.0.0.1:*";
+    options.worker_endpoint = "tcp://127.0.0.1:*";
+    options.limits = {config_.vocab_size, std::min(config_.context_length, 1024)};
+    options.eos_id = config_.eos_id;
+    options.eot_id = config_.eot_id;
+    options.scheduler.max_model_len = options.limits.context_length;
+    options.scheduler.max_num_batched_tokens = 128;  // several steps of chunked prefill
+    auto server = Server::Create(options, tokenizer_.get());
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    run_ = std::thread([this] { run_status_ = server_->Run(); });
+    group_ = std::make_unique<testing::MpiWorkerGroup>(worker_binary_, model, server_->worker_endpoint(), num_ranks,
+                                                       std::vector<std::string>{"--kv-memory-mb", "64"});
+    ClientOptions client_options;
+    client_options.server = server_->client_endpoint();
+    client_options.timeout = kWait;
+    auto client = Client::Connect(client_options);
+    EXPECT_TRUE(client.ok());
+    if (client.ok()) client_ = std::move(*client);
+  }
+
+  ~EndToEnd() {
+    if (!server_) return;
+    server_->RequestStop();  // sends Shutdown to the group
+    run_.join();
+    if (group_) {
+      EXPECT_EQ(group_->WaitExit(std::chrono::seconds(30)), 0) << "worker group exit code";
+    }
+  }
+
+  bool WaitForGroup() {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto health = client_->Health();
+      if (!health.ok()) return false;
+      if (health->num_worker_groups == 1) return true;
+    }
+    return false;
+  }
+
+  proto::StatsReply WaitIdle() {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    proto::StatsReply stats;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto s = client_->Stats();
+      EXPECT_TRUE(s.ok());
+      if (!s.ok()) break;
+      stats = *s;
+      if (stats.num_running == 0 && stats.num_waiting == 0) break;
+    }
+    return stats;
+  }
+
+  // All requests at once on one connection; returns the ids of each (by index).
+  std::vector<std::vector<int32_t>> RunConcurrently(const std::vector<Request>& requests) {
+    std::map<uint64_t, size_t> index_of;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto id = client_->Start(requests[i].request);
+      EXPECT_TRUE(id.ok());
+      index_of[*id] = i;
+    }
+    std::vector<std::vector<int32_t>> ids(requests.size());
+    size_t num_done = 0;
+    while (num_done < requests.size()) {
+      auto m = client_->Receive(kWait);
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      if (!m.ok()) break;
+      EXPECT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+      auto it = index_of.find(m->request_id);
+      if (it == index_of.end()) continue;
+      if (m->kind == proto::ServerMessageKind::kChunk) {
+        ids[it->second].insert(ids[it->second].end(), m->chunk.token_ids.begin(), m->chunk.token_ids.end());
+      } else if (m->kind == proto::ServerMessageKind::kFinish || m->kind == proto::ServerMessageKind::kError) {
+        ++num_done;
+      }
+    }
+    return ids;
+  }
+
+  std::vector<Request> MixedRequests(int num_requests, int max_prompt, int max_tokens, uint64_t seed) {
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    std::vector<Request> requests(static_cast<size_t>(num_requests));
+    for (int i = 0; i < num_requests; ++i) {
+      proto::GenerateRequest& r = requests[i].request;
+      r.prompt_kind = proto::PromptKind::kTokenIds;
+      const int len = 1 + static_cast<int>(rng() % static_cast<uint32_t>(max_prompt));
+      for (int t = 0; t < len; ++t) r.prompt_ids.push_back(3 + static_cast<int32_t>(rng() % (config_.vocab_size - 3)));
+      r.max_tokens = 1 + rng() % static_cast<uint32_t>(max_tokens);
+      if (i % 2 == 1) {
+        r.sampling.temperature = 0.9f;
+        r.sampling.top_k = 50;
+        r.sampling.seed = rng();
+      }
+    }
+    return requests;
+  }
+
+  std::string skip_reason;
+  std::string worker_binary_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Server> server_;
+  std::thread run_;
+  Status run_status_;
+  std::unique_ptr<testing::MpiWorkerGroup> group_;
+  std::unique_ptr<Client> client_;
+};
+
+void CheckConcurrentEqualsAlone(EndToEnd& e2e, int num_requests, int max_prompt, int max_tokens) {
+  std::vector<Request> requests = e2e.MixedRequests(num_requests, max_prompt, max_tokens, 2024);
+  for (Request& r : requests) {
+    auto alone = e2e.client_->Generate(r.request);
+    ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+    r.ids_alone = alone->token_ids[0];
+    ASSERT_FALSE(r.ids_alone.empty());
+  }
+  std::vector<std::vector<int32_t>> together = e2e.RunConcurrently(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(together[i], requests[i].ids_alone) << "request " << i << " (temperature "
+                                                  << requests[i].request.sampling.temperature << ")";
+  }
+}
+
+void CheckCancelHalfLeaksNothing(EndToEnd& e2e, int num_requests) {
+  std::vector<Request> requests = e2e.MixedRequests(num_requests, 20, 1, 77);
+  std::map<uint64_t, bool> cancelled;
+  for (Request& r : requests) {
+    r.request.max_tokens = 64;
+    r.request.ignore_eos = true;
+    auto id = e2e.client_->Start(r.request);
+    ASSERT_TRUE(id.ok());
+    cancelled[*id] = false;
+  }
+  size_t num_done = 0;
+  while (num_done < requests.size()) {
+    auto m = e2e.client_->Receive(kWait);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+    auto it = cancelled.find(m->request_id);
+    if (it == cancelled.end()) continue;
+    if (m->kind == proto::ServerMessageKind::kChunk && m->request_id % 2 == 0 && !it->second) {
+      ASSERT_TRUE(e2e.client_->Cancel(m->request_id).ok());
+      it->second = true;
+    }
+    if (m->kind == proto::ServerMessageKind::kFinish) {
+      EXPECT_EQ(m->finish.reason, m->request_id % 2 == 0 ? proto::FinishReason::kCancelled : proto::FinishReason::kLength);
+      ++num_done;
+    }
+  }
+  proto::StatsReply stats = e2e.WaitIdle();
+  EXPECT_EQ(stats.num_running, 0u);
+  EXPECT_EQ(stats.blocks_used, 0u);
+  EXPECT_EQ(stats.blocks_free + stats.blocks_cached, stats.blocks_total);
+}
+
+void CheckPrefixCache(EndToEnd& e2e, int block_multiple) {
+  std::mt19937 rng(5);
+  std::vector<int32_t> prefix;
+  for (int i = 0; i < block_multiple; ++i) prefix.push_back(3 + static_cast<int32_t>(rng() % 200));
+  proto::GenerateRequest b;
+  b.prompt_kind = proto::PromptKind::kTokenIds;
+  b.prompt_ids = prefix;
+  b.prompt_ids.push_back(7);
+  b.max_tokens = 8;
+  b.ignore_eos = true;
+  auto cold = e2e.client_->Generate(b);
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  EXPECT_EQ(cold->finish[0].usage.cached_prompt_tokens, 0u);
+  proto::GenerateRequest a = b;
+  a.prompt_ids.back() = 9;
+  auto other = e2e.client_->Generate(a);
+  ASSERT_TRUE(other.ok());
+  EXPECT_GT(other->finish[0].usage.cached_prompt_tokens, 0u);
+  auto warm = e2e.client_->Generate(b);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_GT(warm->finish[0].usage.cached_prompt_tokens, 0u);
+  EXPECT_EQ(warm->token_ids[0], cold->token_ids[0]);
+  auto stats = e2e.client_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->prefix_hit_rate, 0.0);
+}
+
+void CheckErrorsKeepServing(EndToEnd& e2e) {
+  proto::GenerateRequest bad;
+  bad.prompt_kind = proto::PromptKind::kTokenIds;
+  bad.prompt_ids = {1, e2e.config_.vocab_size};
+  EXPECT_EQ(e2e.client_->Generate(bad).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(e2e.client_->SendRaw("garbage!").ok());
+  auto m = e2e.client_->Receive(kWait);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->error.kind, proto::ErrorKind::kInvalidRequest);
+  bad.prompt_ids = {5, 6, 7};
+  bad.max_tokens = 3;
+  auto good = e2e.client_->Generate(bad);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  static std::string SyntheticModelPath() {
+    static const std::string path = [] {
+      SyntheticModelOptions options;
+      options.config = *SyntheticPreset("tiny");
+      options.config.hidden_size = 144;
+      options.config.num_heads = 9;
+      options.config.num_kv_heads = 3;
+      options.config.head_dim = 16;
+      options.config.ffn_size = 192;
+      options.config.vocab_size = 1001;
+      options.config.context_length = 512;
+      options.config.bos_id = 1;
+      options.config.eos_id = 2;
+      options.seed = 11;
+      std::string p = (std::filesystem::temp_directory_path() / ("tpserve_e2e_" + std::to_string(getpid()) + ".gguf")).string();
+      Status written = WriteSyntheticGguf(options, p);
+      EXPECT_TRUE(written.ok()) << written.ToString();
+      return p;
+    }();
+    return path;
+  }
+};
+
+TEST_F(EndToEndTest, SyntheticModelTp2) {
+  const std::string model = SyntheticModelPath();
+  EndToEnd e2e(model, 2);
+  if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+  ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+  CheckConcurrentEqualsAlone(e2e, 24, 60, 24);
+  CheckCancelHalfLeaksNothing(e2e, 16);
+  CheckPrefixCache(e2e, 48);
+  CheckErrorsKeepServing(e2e);
+  std::filesystem::remove(model);
+}
+
+TEST_F(EndToEndTest, SmolLM2Tp2) {
+  EndToEnd e2e("models/SmolLM2-135M-Instruct.Q4_1.gguf", 2);
+  if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+  ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+  CheckConcurrentEqualsAlone(e2e, 8, 24, 8);
+  CheckCancelHalfLeaksNothing(e2e, 8);
+  CheckPrefixCache(e2e, 32);
+  // Text in, text out through the tokenizer and the chat format.
+  proto::GenerateRequest chat;
+  chat.prompt_kind = proto::PromptKind::kChat;
+  chat.chat = {{"user", "What is the capital of France?"}};
+  chat.max_tokens = 12;
+  auto answer = e2e.client_->Generate(chat);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_NE(answer->text[0].find("Paris"), std::string::npos) << answer->text[0];
+}
+
+}  // namespace
+}  // namespace tpserve
