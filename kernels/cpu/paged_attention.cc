@@ -1,5 +1,6 @@
 #include "kernels/cpu/paged_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -78,10 +79,16 @@ void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
     CHECK_LE((static_cast<int64_t>(args.positions[t]) + args.block_size) / args.block_size, args.max_blocks_per_seq)
         << "token " << t << " at position " << args.positions[t] << " is past its block table";
   }
+  // Items are dealt round-robin: within a prefill chunk later tokens attend to more keys, so
+  // contiguous ranges would leave the first thread idle. Which thread runs an item never changes
+  // its arithmetic.
   const int64_t items = args.num_tokens * args.num_heads;
-  pool->ParallelFor(items, [&](int64_t begin, int64_t end) {
+  const int64_t lanes = std::min<int64_t>(items, pool->num_threads());
+  pool->ParallelFor(lanes, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scores;
-    for (int64_t i = begin; i < end; ++i) AttendOne(args, i / args.num_heads, i % args.num_heads, &scores);
+    for (int64_t lane = begin; lane < end; ++lane) {
+      for (int64_t i = lane; i < items; i += lanes) AttendOne(args, i / args.num_heads, i % args.num_heads, &scores);
+    }
   });
 }
 
