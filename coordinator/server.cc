@@ -382,7 +382,11 @@ void Server::HandleWorkerFrames(std::vector<std::string> frames) {
         } else if constexpr (std::is_same_v<T, ErrorMessage>) {
           if (group == nullptr) return;
           LOG(WARN) << "coordinator: group " << group->group_id() << " reports " << m.ToStatus().ToString();
-          LoseGroup(group->group_id(), "worker group error: " + m.message);
+          if (!m.is_fatal && group->has_step_in_flight() && m.step_id == group->in_flight().step_id) {
+            FailStep(*group, m.ToStatus());
+          } else {
+            LoseGroup(group->group_id(), "worker group error: " + m.message);
+          }
         } else {
           ++num_messages_dropped_;  // Welcome/Shutdown/StepPlan are ours to send
         }
@@ -470,6 +474,27 @@ void Server::HandleStepResult(WorkerGroupLink& group, const StepResult& result) 
   }
   ++num_steps_total_;
   Stream(group, *events);
+}
+
+void Server::FailStep(WorkerGroupLink& group, const Status& error) {
+  // The group refused this plan but serves on: retrying the same sequences would fail the same
+  // way, so their requests end with an internal error.
+  StepPlan plan = group.TakeInFlight();
+  group.scheduler().DiscardInFlight();
+  std::vector<uint64_t> request_ids;
+  for (const SequencePlan& seq : plan.sequences) request_ids.push_back(seq.seq_id / kMaxSamplesPerRequest);
+  std::sort(request_ids.begin(), request_ids.end());
+  request_ids.erase(std::unique(request_ids.begin(), request_ids.end()), request_ids.end());
+  for (uint64_t request_id : request_ids) {
+    auto it = requests_.find(request_id);
+    if (it == requests_.end()) continue;
+    const std::string client_id = it->second.client_id;
+    const uint64_t client_request_id = it->second.stream->client_request_id();
+    ForgetRequest(request_id);
+    ++num_requests_rejected_;
+    SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
+                                                    "the worker group failed this request's step: " + error.message()));
+  }
 }
 
 void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events) {

@@ -114,6 +114,8 @@ class Server {
   Status SendToWorker(const std::string& routing_id, const WorkerMessage& message);
   void StartSteps();
   void Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events);
+  // A non-fatal step error from the group: the plan's requests fail, the group serves on.
+  void FailStep(WorkerGroupLink& group, const Status& error);
   void LoseGroup(uint32_t group_id, const std::string& why);
   void CheckGroups(Clock::time_point now);
   WorkerGroupLink* FindGroupByRoutingId(const std::string& routing_id);

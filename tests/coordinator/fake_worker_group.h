@@ -52,6 +52,7 @@ struct FakeWorkerGroupOptions {
   int32_t block_size = 16;
   int32_t max_model_len = 1024;
   int32_t vocab_size = 64;
+  int32_t poison_token = -1;  // a plan carrying this token id is refused with a non-fatal Error
 };
 
 class FakeWorkerGroup {
@@ -82,6 +83,15 @@ class FakeWorkerGroup {
   int32_t& Slot(const SequencePlan& seq, int32_t pos) {
     int32_t block = seq.block_table.at(static_cast<size_t>(pos / options_.block_size));
     return pool_.at(static_cast<size_t>(block) * options_.block_size + pos % options_.block_size);
+  }
+
+  bool IsPoisoned(const StepPlan& plan) const {
+    for (const SequencePlan& seq : plan.sequences) {
+      for (int32_t t : seq.token_ids) {
+        if (t == options_.poison_token) return true;
+      }
+    }
+    return false;
   }
 
   StepResult Execute(const StepPlan& plan) {
@@ -128,6 +138,14 @@ class FakeWorkerGroup {
       StatusOr<WorkerMessage> message = DecodeWorkerMessage(frames->back());
       if (!message.ok()) continue;
       if (auto* plan = std::get_if<StepPlan>(&*message)) {
+        if (IsPoisoned(*plan)) {
+          ErrorMessage error;
+          error.code = StatusCode::kInvalidArgument;
+          error.message = "poisoned plan";
+          error.step_id = plan->step_id;
+          (void)(*socket)->Send({EncodeWorkerMessage(error)}, std::chrono::milliseconds(1000));
+          continue;
+        }
         (void)(*socket)->Send({EncodeWorkerMessage(Execute(*plan))}, std::chrono::milliseconds(1000));
       } else if (auto* heartbeat = std::get_if<HeartbeatMessage>(&*message)) {
         HeartbeatMessage echo = *heartbeat;

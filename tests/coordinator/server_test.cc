@@ -368,6 +368,25 @@ TEST_F(ServerTest, LostGroupGivesWorkerLostAndServingContinues) {
   EXPECT_EQ(ok->token_ids[0], FakeReference({1, 2}, {}, 5, kEos, kVocab));
 }
 
+// A step the group refuses (non-fatal Error with its step id): that request fails with an
+// internal error, its blocks are freed, and the group keeps serving.
+TEST_F(ServerTest, RefusedStepFailsItsRequestOnly) {
+  StartServer();
+  FakeWorkerGroupOptions options;
+  options.poison_token = 61;
+  AddGroup(options);
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  auto poisoned = client->Generate(IdsRequest({1, 61, 2}, 5));
+  EXPECT_EQ(poisoned.status().code(), StatusCode::kInternal) << poisoned.status().ToString();
+  auto ok = client->Generate(IdsRequest({1, 2}, 5));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->token_ids[0], FakeReference({1, 2}, {}, 5, kEos, kVocab));
+  proto::StatsReply stats = WaitIdle(*client);
+  EXPECT_EQ(stats.blocks_used, 0u);
+  EXPECT_EQ(stats.num_worker_groups, 1u);
+}
+
 // Drain: running requests finish, new ones are refused, the groups get Shutdown, Run returns OK.
 TEST_F(ServerTest, DrainFinishesRunningRefusesNewAndShutsGroupsDown) {
   StartServer();
