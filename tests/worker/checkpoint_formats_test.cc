@@ -1,0 +1,73 @@
+// The same synthetic model as a GGUF file (Q/K rows in the interleaved RoPE order) and as a Hugging Face
+// safetensors directory (half-rotation order) gives the same logits, and both match the float64 reference.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "model/gguf_file.h"
+#include "model/safetensors_dir.h"
+#include "model/synthetic_model.h"
+#include "tests/testing/reference_llama.h"
+#include "tests/worker/engine_test_util.h"
+
+namespace tpserve::testing {
+namespace {
+
+class CheckpointFormatsTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CheckpointFormatsTest, GgufAndSafetensorsGiveTheSameLogits) {
+  SyntheticModelOptions options;
+  ModelConfig& c = options.config;
+  c.num_layers = 2;
+  c.hidden_size = 64;
+  c.ffn_size = 96;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.vocab_size = 300;
+  c.context_length = 128;
+  c.bos_id = 1;
+  c.eos_id = 2;
+  options.type = GetParam();
+  options.seed = 12;
+  const std::string dir = ::testing::TempDir() + "/tpserve_formats_" + std::to_string(getpid()) + "_" +
+                          DTypeName(GetParam());
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteSyntheticGguf(options, dir + "/model.gguf").ok());
+  ASSERT_TRUE(WriteSyntheticHfDir(options, dir + "/hf").ok());
+
+  auto gguf = GgufFile::Open(dir + "/model.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+  auto gguf_config = ModelConfigFromGguf(**gguf);
+  ASSERT_TRUE(gguf_config.ok()) << gguf_config.status().ToString();
+  auto hf = SafetensorsDir::Open(dir + "/hf");
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  EXPECT_EQ(gguf_config->rope_layout, RopeLayout::kInterleaved);
+  EXPECT_EQ((*hf)->config().rope_layout, RopeLayout::kHalf);
+
+  const std::vector<int32_t> tokens = RandomTokens(10, c.vocab_size, 2);
+  LocalEngine gguf_engine = MakeLocalEngine(*gguf_config, **gguf);
+  LocalEngine hf_engine = MakeLocalEngine((*hf)->config(), **hf);
+  const auto gguf_logits = PrefillThenDecode(*gguf_engine.executor, tokens, 4, Iota(0, 3));
+  const auto hf_logits = PrefillThenDecode(*hf_engine.executor, tokens, 4, Iota(0, 3));
+  auto ref = ReferenceLlama::Load((*hf)->config(), **hf);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  const std::vector<double> expected = ref->Forward(tokens);
+  // Quantised GGUF weights reach the HF directory dequantised; the GGUF path also rounds activations to Q8.
+  const double tolerance = IsQuantized(GetParam()) ? 3e-2 : 1e-4;
+  ASSERT_EQ(gguf_logits.size(), hf_logits.size());
+  for (size_t i = 0; i < gguf_logits.size(); ++i) {
+    EXPECT_LE(RelativeError(gguf_logits[i], hf_logits[i]), tolerance) << "step " << i;
+    const size_t t = 3 + i;
+    const std::vector<double> row(expected.begin() + t * c.vocab_size, expected.begin() + (t + 1) * c.vocab_size);
+    EXPECT_LE(RelativeError(hf_logits[i], row), 1e-4) << "step " << i;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CheckpointFormatsTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kQ8_0),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace tpserve::testing
