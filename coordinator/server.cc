@@ -432,8 +432,7 @@ void Server::StartSteps() {
   const Clock::time_point now = Clock::now();
   std::vector<std::pair<uint32_t, std::string>> failed;
   for (auto& [id, group] : groups_) {
-    if (group->has_step_in_flight()) continue;
-    if (group->scheduler().has_unfinished()) {
+    if (!group->has_step_in_flight() && group->scheduler().has_unfinished()) {
       StepPlan plan = group->scheduler().Schedule();  // the engine step, part 1
       if (!plan.sequences.empty()) {
         if (Status sent = SendToWorker(group->routing_id(), plan); !sent.ok()) {
@@ -442,10 +441,12 @@ void Server::StartSteps() {
           continue;
         }
         group->SetInFlight(std::move(plan), now);
-        continue;
+      } else {
+        group->scheduler().DiscardInFlight();
       }
-      group->scheduler().DiscardInFlight();
     }
+    // Heartbeats go out during steps too: a send to a leader whose connection is gone fails at
+    // once, so a crashed group is noticed without waiting for the step deadline.
     if (now - group->last_heartbeat_sent() >= options_.heartbeat_interval) {
       HeartbeatMessage heartbeat;
       heartbeat.sequence = group->NextHeartbeatSequence();

@@ -53,6 +53,7 @@ struct FakeWorkerGroupOptions {
   int32_t max_model_len = 1024;
   int32_t vocab_size = 64;
   int32_t poison_token = -1;  // a plan carrying this token id is refused with a non-fatal Error
+  bool crash_on_first_step = false;  // close the connection instead of answering the first plan
 };
 
 class FakeWorkerGroup {
@@ -138,6 +139,7 @@ class FakeWorkerGroup {
       StatusOr<WorkerMessage> message = DecodeWorkerMessage(frames->back());
       if (!message.ok()) continue;
       if (auto* plan = std::get_if<StepPlan>(&*message)) {
+        if (options_.crash_on_first_step) return;  // the socket closes: the connection drops
         if (IsPoisoned(*plan)) {
           ErrorMessage error;
           error.code = StatusCode::kInvalidArgument;

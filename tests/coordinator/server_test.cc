@@ -368,6 +368,24 @@ TEST_F(ServerTest, LostGroupGivesWorkerLostAndServingContinues) {
   EXPECT_EQ(ok->token_ids[0], FakeReference({1, 2}, {}, 5, kEos, kVocab));
 }
 
+// A group whose connection drops mid-step is noticed at the next heartbeat send, long before
+// the step deadline.
+TEST_F(ServerTest, CrashedGroupIsLostWithoutWaitingForTheStepDeadline) {
+  ServerOptions options;
+  options.step_timeout = std::chrono::milliseconds(600000);
+  options.heartbeat_interval = std::chrono::milliseconds(20);
+  StartServer(options);
+  FakeWorkerGroupOptions group_options;
+  group_options.crash_on_first_step = true;
+  AddGroup(group_options);
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto lost = client->Generate(IdsRequest({1, 2}, 50));
+  EXPECT_EQ(lost.status().code(), StatusCode::kUnavailable) << lost.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 // A step the group refuses (non-fatal Error with its step id): that request fails with an
 // internal error, its blocks are freed, and the group keeps serving.
 TEST_F(ServerTest, RefusedStepFailsItsRequestOnly) {
