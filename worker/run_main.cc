@@ -1,6 +1,8 @@
 // tpserve-run: local generation on one rank, for debugging and scripting.
 //   tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]
 //     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]
+// --tp N (N > 1) re-executes this command under `mpirun -np N` and generates on an N-rank tensor-parallel
+// group (rank 0 drives and prints; the other ranks serve its steps; see worker/group_runtime.h).
 // With --print-ids the generated ids (not the prompt) go space-separated on one line of stdout;
 // otherwise the generated text streams to stdout. Timings go to stderr.
 #include <cstdio>
@@ -17,6 +19,9 @@
 #include "model/model_file.h"
 #include "model/stream_decoder.h"
 #include "model/tokenizer.h"
+#include "worker/group_launch.h"
+#include "worker/group_process.h"
+#include "worker/group_runtime.h"
 #include "worker/local_generate.h"
 #include "worker/model_executor.h"
 
@@ -36,12 +41,13 @@ struct RunFlags {
   bool chat = false;
   int threads = 0;
   int64_t kv_mb = 256;
+  int tp = 1;
 };
 
 const char kUsage[] =
     "usage: tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]\n"
     "                   [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]\n"
-    "                   [--kv-mb MB]\n";
+    "                   [--kv-mb MB] [--tp N]\n";
 
 StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
   try {
@@ -127,6 +133,11 @@ StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(std::string text, value());
       ASSIGN_OR_RETURN(flags.kv_mb, ParseInt(arg, text));
       if (flags.kv_mb < 1) return InvalidArgument("--kv-mb must be positive");
+    } else if (arg == "--tp") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
+      if (n < 1 || n > 1024) return InvalidArgument("--tp out of range");
+      flags.tp = static_cast<int>(n);
     } else if (arg == "--ignore-eos") {
       flags.ignore_eos = true;
     } else if (arg == "--print-ids") {
@@ -148,8 +159,9 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& model) {
   return Tokenizer::FromHfDir(model.hf_dir());
 }
 
-Status Run(const RunFlags& flags) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
+// Tokenizes, generates through `execute` and prints (on the driving rank only).
+Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunction& execute,
+                const GenerateCapacity& capacity) {
   const ModelConfig& config = model->config();
   std::unique_ptr<Tokenizer> tokenizer;
   if (flags.has_prompt || !flags.print_ids) {
@@ -166,12 +178,6 @@ Status Run(const RunFlags& flags) {
     prompt = tokenizer->Encode(text, config.add_bos, /*parse_special=*/flags.chat);
   }
 
-  std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
-  ExecutorOptions options;
-  options.num_threads = flags.threads;
-  options.kv_memory_bytes = flags.kv_mb << 20;
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm.get(), options));
-
   GenerateOptions generate;
   generate.max_tokens = flags.max_tokens;
   generate.sampling = flags.sampling;
@@ -186,7 +192,7 @@ Status Run(const RunFlags& flags) {
       std::cout << decoder->Push(id) << std::flush;
     };
   }
-  ASSIGN_OR_RETURN(GenerateOutput output, LocalGenerate(*executor, prompt, generate));
+  ASSIGN_OR_RETURN(GenerateOutput output, LocalGenerate(execute, capacity, prompt, generate));
   if (flags.print_ids) {
     for (size_t i = 0; i < output.token_ids.size(); ++i) std::cout << (i ? " " : "") << output.token_ids[i];
     std::cout << "\n";
@@ -200,6 +206,43 @@ Status Run(const RunFlags& flags) {
   return OkStatus();
 }
 
+Status Run(const RunFlags& flags) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
+  ExecutorOptions options;
+  options.num_threads = flags.threads;
+  options.kv_memory_bytes = flags.kv_mb << 20;
+  if (flags.tp == 1 && !IsMpiLaunched()) {
+    std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
+    ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm.get(), options));
+    GenerateCapacity capacity;
+    capacity.block_size = executor->block_size();
+    capacity.num_blocks = executor->num_kv_blocks();
+    capacity.max_positions = model->config().context_length;
+    return Generate(flags, model.get(), [&](const StepPlan& plan) { return executor->Execute(plan); }, capacity);
+  }
+  // One rank of an mpirun job: the group's ranks share the work of every step.
+  auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
+    ExecutorOptions rank_options = options;
+    rank_options.tp_rank = comm->rank();
+    rank_options.tp_size = comm->size();
+    if (rank_options.num_threads == 0) rank_options.num_threads = DefaultThreadsPerRank();
+    ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm, rank_options));
+    const int64_t num_blocks = executor->num_kv_blocks();
+    std::shared_ptr<ModelExecutor> shared = std::move(executor);
+    return LoadedShard{
+        std::make_unique<FunctionStepExecutor>([shared](const StepPlan& plan) { return shared->Execute(plan); }),
+        num_blocks};
+  };
+  auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
+    GenerateCapacity capacity;
+    capacity.block_size = options.block_size;
+    capacity.num_blocks = info.num_kv_blocks;
+    capacity.max_positions = model->config().context_length;
+    return Generate(flags, model.get(), [&](const StepPlan& plan) { return group.Execute(plan); }, capacity);
+  };
+  return RunGroup(make, lead);
+}
+
 }  // namespace
 }  // namespace tpserve
 
@@ -208,6 +251,14 @@ int main(int argc, char** argv) {
   if (!flags.ok()) {
     std::cerr << "tpserve-run: " << flags.status().ToString() << "\n" << tpserve::kUsage;
     return 2;
+  }
+  if (flags->tp > 1 && !tpserve::IsMpiLaunched()) {
+    tpserve::Status status = tpserve::ReexecUnderMpirun(flags->tp, argc, argv);  // returns only on failure
+    std::cerr << "tpserve-run: " << status.ToString() << "\n";
+    return 1;
+  }
+  if (tpserve::IsMpiLaunched()) {
+    return tpserve::RunMpiProcess(&argc, &argv, "tpserve-run", [&] { return tpserve::Run(*flags); });
   }
   tpserve::Status status = tpserve::Run(*flags);
   if (!status.ok()) {
