@@ -32,15 +32,22 @@ PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key) {
   return counter;
 }
 
-double CounterUniform(uint64_t seed, uint32_t sample_index, int32_t token_id) {
+uint64_t CounterBits(uint64_t seed, uint32_t sample_index, int32_t token_id) {
   const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
   const PhiloxCounter out = Philox4x32({static_cast<uint32_t>(token_id), sample_index, 0u, 0u}, key);
-  const uint64_t bits = ((uint64_t{out[1]} << 32) | out[0]) >> 12;  // 52 bits
-  return (static_cast<double>(bits) + 0.5) * 0x1p-52;
+  return ((uint64_t{out[1]} << 32) | out[0]) >> 12;
 }
 
-double CounterGumbel(uint64_t seed, uint32_t sample_index, int32_t token_id) {
-  return -std::log(-std::log(CounterUniform(seed, sample_index, token_id)));
+double UniformFromBits(uint64_t bits) { return (static_cast<double>(bits) + 0.5) * 0x1p-52; }
+
+double GumbelFromBits(uint64_t bits) { return -std::log(-std::log(UniformFromBits(bits))); }
+
+double GumbelUpperBound(uint64_t bits) {
+  // 1 - u = (c + 0.5) * 2^-52 with c = 2^52 - 1 - bits, and c + 0.5 >= 2^floor_log2 (2^-1 for c = 0).
+  // Gumbel = -log(-log u) <= -log(1 - u) <= (52 - floor_log2) * ln 2; the margin covers rounding.
+  const uint64_t c = ((uint64_t{1} << 52) - 1) - bits;
+  const int floor_log2 = c == 0 ? -1 : 63 - __builtin_clzll(c);
+  return (52 - floor_log2) * 0.6931471805599453 + 1e-9;
 }
 
 }  // namespace tpserve

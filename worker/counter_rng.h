@@ -18,16 +18,29 @@ using PhiloxKey = std::array<uint32_t, 2>;
 // Philox-4x32 with 10 rounds: a bijection of the counter for each key.
 PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key);
 
-// A uniform double in the open interval (0, 1): 52 random bits, centred in their cell, so
+// The 52 random bits of the draw of (seed, sample_index, token id): bits 0-51 of the first two
+// Philox output words. The functions below turn them into numbers.
+uint64_t CounterBits(uint64_t seed, uint32_t sample_index, int32_t token_id);
+
+// A uniform double in the open interval (0, 1): the 52 bits centred in their cell, so
 // 2^-53 <= u <= 1 - 2^-53 and neither log(u) nor log(-log(u)) can overflow.
-double CounterUniform(uint64_t seed, uint32_t sample_index, int32_t token_id);
-
-// A standard Gumbel draw -log(-log(u)) of the same u. Argmax over i of (x_i + Gumbel_i) is
+double UniformFromBits(uint64_t bits);
+// A standard Gumbel draw -log(-log(u)) of that u. Argmax over i of (x_i + Gumbel_i) is
 // distributed as softmax(x) (the Gumbel-max trick).
-double CounterGumbel(uint64_t seed, uint32_t sample_index, int32_t token_id);
+double GumbelFromBits(uint64_t bits);
+// A cheap upper bound of GumbelFromBits(bits) (no logarithms: a leading-zero count), so that a
+// token that cannot win is skipped without its two logarithms. Uses -log(u) >= 1 - u.
+double GumbelUpperBound(uint64_t bits);
 
-// Every CounterGumbel value is below this (the largest is -log(-log(1 - 2^-53)) ~= 36.7): a token
-// whose logit is more than kMaxGumbel below the best score so far cannot win and needs no draw.
+inline double CounterUniform(uint64_t seed, uint32_t sample_index, int32_t token_id) {
+  return UniformFromBits(CounterBits(seed, sample_index, token_id));
+}
+inline double CounterGumbel(uint64_t seed, uint32_t sample_index, int32_t token_id) {
+  return GumbelFromBits(CounterBits(seed, sample_index, token_id));
+}
+
+// Every Gumbel value is below this (the largest is -log(-log(1 - 2^-53)) ~= 36.7): a token whose
+// logit is more than kMaxGumbel below the best score so far cannot win and needs no draw at all.
 inline constexpr double kMaxGumbel = 40.0;
 
 }  // namespace tpserve

@@ -20,6 +20,7 @@
 #include "worker/float_packing.h"
 #include "worker/logits_processor.h"
 #include "worker/sampling_weight.h"
+#include "worker/sum_exp.h"
 
 namespace tpserve {
 namespace {
@@ -59,9 +60,14 @@ struct Draw {
   int32_t id = -1;
   float raw = kNegInf;
 
-  // Offers token c with its Gumbel draw; ties go to the lower id.
+  // Offers token c with its Gumbel draw; ties go to the lower id. Most tokens of a large
+  // vocabulary lose by a margin that the cheap bounds show without the draw's logarithms.
   void Offer(const Candidate& c, uint64_t seed, uint32_t sample_index) {
-    const double score_c = static_cast<double>(c.value) + CounterGumbel(seed, sample_index, c.id);
+    const double x = static_cast<double>(c.value);
+    if (x + kMaxGumbel < score) return;
+    const uint64_t bits = CounterBits(seed, sample_index, c.id);
+    if (x + GumbelUpperBound(bits) < score) return;
+    const double score_c = x + GumbelFromBits(bits);
     if (score_c > score || (score_c == score && static_cast<uint32_t>(c.id) < static_cast<uint32_t>(id))) {
       score = score_c;
       id = c.id;
@@ -162,15 +168,22 @@ void PrepareRow(Row& row, const float* raw, int64_t vocab_begin, int64_t vocab_s
 
 // Round 1 payload of one row: [raw max, bad flag, processed argmax, top-k, top-logprobs].
 void PackRound1(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
+  // Plain loops the compiler vectorises: this runs over every logit of every row.
   float raw_max = kNegInf;
   bool is_bad = false;
-  Candidate best;
+  float x_max = kNegInf;
   for (int64_t i = 0; i < vocab_shard; ++i) {
     const float r = row.raw[i];
-    if (std::isnan(r) || r == std::numeric_limits<float>::infinity()) is_bad = true;
-    raw_max = std::max(raw_max, r);
-    const Candidate c{row.x[i], r, static_cast<int32_t>(vocab_begin + i)};
-    if (c.value > kNegInf && Before(c, best)) best = c;
+    is_bad |= (r != r) | (r == std::numeric_limits<float>::infinity());
+    raw_max = r > raw_max ? r : raw_max;
+    x_max = row.x[i] > x_max ? row.x[i] : x_max;
+  }
+  Candidate best;  // the first token at x_max: ties to the lowest id
+  for (int64_t i = 0; i < vocab_shard && x_max > kNegInf; ++i) {
+    if (row.x[i] == x_max) {
+      best = Candidate{x_max, row.raw[i], static_cast<int32_t>(vocab_begin + i)};
+      break;
+    }
   }
   packer.PushFloat(is_bad ? 0.0f : raw_max);
   packer.PushFloat(is_bad ? 1.0f : 0.0f);
@@ -243,9 +256,7 @@ void DrawFromCandidates(Row& row, const std::vector<Candidate>& sorted, bool app
 
 // Round 2 payload of one row: [raw weight sum] + [nucleus weight sum | local Gumbel winner].
 void PackRound2(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
-  uint128 raw_sum = 0;
-  for (int64_t i = 0; i < vocab_shard; ++i) raw_sum += SamplingWeight(row.raw[i], row.raw_max);
-  packer.PushU128(raw_sum);
+  packer.PushDouble(SumExp(row.raw, vocab_shard, row.raw_max));
   if (row.is_greedy || row.use_top_k) return;
   const float m = row.best.value;
   const auto survives = [&](float x) { return x > kNegInf && (!row.use_min_p || PassesMinP(x, m, row.log_min_p)); };
@@ -259,12 +270,12 @@ void PackRound2(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatP
   }
   const SamplingParams& p = *row.params;
   Draw draw;
-  // Start from the local maximum so that most tokens are excluded without a draw.
+  // Start from the local maximum so that most tokens are excluded cheaply.
   const Candidate local_best = LocalTop(row.x, row.raw, vocab_begin, vocab_shard, 1)[0];
   if (local_best.id >= 0 && survives(local_best.value)) draw.Offer(local_best, p.seed, row.plan->sample_index);
   for (int64_t i = 0; i < vocab_shard; ++i) {
     const float x = row.x[i];
-    if (!survives(x) || draw.Excludes(x)) continue;
+    if (!survives(x)) continue;
     draw.Offer(Candidate{x, row.raw[i], static_cast<int32_t>(vocab_begin + i)}, p.seed, row.plan->sample_index);
   }
   packer.PushDouble(draw.score);
@@ -274,12 +285,12 @@ void PackRound2(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatP
 
 void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector<Row>& rows) {
   const size_t per_rank = gathered.size() / static_cast<size_t>(num_ranks);
-  std::vector<uint128> raw_sums(rows.size(), 0);
+  std::vector<double> raw_sums(rows.size(), 0.0);
   for (int r = 0; r < num_ranks; ++r) {
     FloatUnpacker in(gathered.data() + per_rank * static_cast<size_t>(r), per_rank);
     for (size_t s = 0; s < rows.size(); ++s) {
       Row& row = rows[s];
-      raw_sums[s] += in.PopU128();
+      raw_sums[s] += in.PopDouble();  // in rank order: the same bits on every rank
       if (row.is_greedy || row.use_top_k) continue;
       if (row.use_top_p) {
         row.nucleus_total += in.PopU128();
@@ -298,8 +309,7 @@ void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector
     CHECK_EQ(in.position(), per_rank);
   }
   for (size_t s = 0; s < rows.size(); ++s) {
-    // raw_sums >= 2^64: the maximum's own weight is exactly 2^64.
-    rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + std::log(std::ldexp(static_cast<double>(raw_sums[s]), -64));
+    rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + std::log(raw_sums[s]);  // sum >= 1: the max's term
   }
 }
 
@@ -318,10 +328,12 @@ void FindLocalNucleus(Row& row, int64_t vocab_begin, int64_t vocab_shard) {
   uint128 before = 0;
   size_t sorted = 0;  // left[0, sorted) is in final order
   for (size_t i = 0; i < left.size() && before <= cutoff; ++i) {
-    if (i == sorted) {  // sort the next stretch only when the walk reaches it
+    if (i == sorted) {  // select and sort the next stretch only when the walk reaches it: O(V) each
       const size_t end = std::min(left.size(), std::max<size_t>(64, 4 * sorted));
-      std::partial_sort(left.begin() + static_cast<std::ptrdiff_t>(sorted), left.begin() + static_cast<std::ptrdiff_t>(end),
-                        left.end(), Before);
+      const auto first = left.begin() + static_cast<std::ptrdiff_t>(sorted);
+      const auto middle = left.begin() + static_cast<std::ptrdiff_t>(end);
+      if (middle != left.end()) std::nth_element(first, middle, left.end(), Before);
+      std::sort(first, middle, Before);
       sorted = end;
     }
     row.local_nucleus.push_back(left[i]);

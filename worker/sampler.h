@@ -23,7 +23,8 @@
 //                     softmax(x) restricted to the allowed set, and depends on (seed, sample_index,
 //                     logits) alone: never on the other rows, the TP degree or the vocabulary split.
 // logprob is that of the chosen token under the unmodified distribution, log_softmax of the raw
-// logits (global log-sum-exp, same fixed-point weights as step 7); top_logprobs are the
+// logits (global log-sum-exp: per-rank sums in double, combined in rank order, so every rank
+// returns the same bits; accurate to ~1e-6 relative); top_logprobs are the
 // num_logprobs largest raw logprobs, descending, ties to the lower id.
 #pragma once
 

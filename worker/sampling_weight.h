@@ -17,7 +17,9 @@ namespace tpserve {
 inline uint128 SamplingWeight(float x, float m) {
   const double d = static_cast<double>(x) - static_cast<double>(m);
   if (!(d > -46.0)) return 0;  // exp(-46) * 2^64 < 0.2 floors to 0; also catches x = -inf
-  return static_cast<uint128>(std::ldexp(std::exp(d), 64));
+  const double scaled = std::exp(d) * 0x1p64;  // exact: a power-of-two scaling of a normal number
+  if (scaled >= 0x1p64) return static_cast<uint128>(1) << 64;  // exp(0) = 1 (x = m)
+  return static_cast<uint64_t>(scaled);  // floor; a 64-bit conversion is far cheaper than a 128-bit one
 }
 
 // The nucleus keeps a token (in descending order) iff the weights before it sum to less than

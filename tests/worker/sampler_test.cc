@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -12,6 +13,7 @@
 #include "tests/testing/sampling_cases.h"
 #include "worker/counter_rng.h"
 #include "worker/sampling_weight.h"
+#include "worker/sum_exp.h"
 
 namespace tpserve {
 namespace {
@@ -68,6 +70,43 @@ TEST(CounterRngTest, UniformIsOpenIntervalAndPure) {
   // The extreme uniforms keep the Gumbel finite and below its bound.
   EXPECT_LT(-std::log(-std::log(1.0 - 0x1p-53)), kMaxGumbel);
   EXPECT_TRUE(std::isfinite(-std::log(-std::log(0x1p-53))));
+}
+
+TEST(CounterRngTest, GumbelUpperBoundHolds) {
+  std::mt19937_64 rng(17);
+  std::vector<uint64_t> bits = {0, 1, 2, (uint64_t{1} << 52) - 1, (uint64_t{1} << 52) - 2, (uint64_t{1} << 51),
+                                (uint64_t{1} << 51) - 1, (uint64_t{1} << 51) + 1};
+  for (int shift = 0; shift < 52; ++shift) {  // every leading-zero count, at both ends of its range
+    const uint64_t c = uint64_t{1} << shift;
+    bits.push_back((uint64_t{1} << 52) - 1 - c);
+    bits.push_back((uint64_t{1} << 52) - 1 - (2 * c - 1));
+  }
+  for (int i = 0; i < 200000; ++i) bits.push_back(rng() >> 12);
+  for (uint64_t b : bits) {
+    const double g = GumbelFromBits(b);
+    const double bound = GumbelUpperBound(b);
+    ASSERT_LE(g, bound) << b;
+    ASSERT_LT(bound, std::max(g, 0.0) + 2.0) << b;  // tight enough to prune where it matters (large g)
+  }
+  EXPECT_EQ(CounterGumbel(1, 2, 3), GumbelFromBits(CounterBits(1, 2, 3)));
+}
+
+TEST(SumExpTest, MatchesDoubleExp) {
+  std::mt19937_64 rng(8);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<float> x(1 + rng() % 3000);
+    const float spread = trial % 2 ? 100.0f : 5.0f;
+    for (float& v : x) v = std::uniform_real_distribution<float>(-spread, spread)(rng);
+    if (trial % 3 == 0) x[rng() % x.size()] = -INFINITY;
+    const float m = *std::max_element(x.begin(), x.end());
+    double want = 0;
+    for (float v : x) want += std::exp(static_cast<double>(v) - static_cast<double>(m));
+    ASSERT_NEAR(SumExp(x.data(), static_cast<int64_t>(x.size()), m), want, 3e-7 * want) << trial;
+  }
+  const std::vector<float> edge = {0.0f, -86.0f, -88.0f, -1000.0f, -INFINITY, -0.3465f, 0.3465f - 0.6931f};
+  double want = 0;
+  for (float v : edge) want += v > -87.0f ? std::exp(static_cast<double>(v)) : 0.0;
+  EXPECT_NEAR(SumExp(edge.data(), static_cast<int64_t>(edge.size()), 0.0f), want, 3e-7 * want);
 }
 
 TEST(SamplingWeightTest, NucleusCutoffIsExact) {
