@@ -1,5 +1,6 @@
 #include "model/spm_tokenizer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <queue>
 
@@ -77,7 +78,7 @@ void SpmTokenizer::EncodeText(std::string_view raw, bool after_special, std::vec
     if (left < 0 || right < 0) return;
     const std::string_view piece(text.data() + syms[left].begin, syms[left].len + syms[right].len);
     auto id = TokenId(piece);
-    if (!id) return;
+    if (!id || std::isinf(vocab_.scores[*id])) return;  // -inf: a piece never made by merging
     queue.push({vocab_.scores[*id], left, right, piece.size()});
   };
   for (int32_t i = 1; i < static_cast<int32_t>(syms.size()); ++i) consider(i - 1, i);

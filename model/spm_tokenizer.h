@@ -3,7 +3,9 @@
 // the text and after every special token when add_space_prefix, then adjacent pieces are merged
 // highest score first (leftmost among equal scores) while the merged piece is in the vocabulary.
 // A character that ends up in no piece is written as <0xNN> byte tokens (byte fallback), or as
-// the unknown token when the vocabulary has no byte tokens.
+// the unknown token when the vocabulary has no byte tokens. A piece whose score is -infinity is never
+// the result of a merge (how a HF BPE tokenizer.json in SentencePiece style is mapped: each piece
+// scores minus the rank of its best merge).
 #pragma once
 
 #include <array>

@@ -60,11 +60,30 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(TokenizerVocab vocab) 
     }
     if (vocab.eot_id < 0) vocab.eot_id = vocab.eos_id;
   }
+  StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Internal("tokenizer: unknown model");
   switch (vocab.model) {
-    case TokenizerModel::kBpe: return BpeTokenizer::Create(std::move(vocab));
-    case TokenizerModel::kSpm: return SpmTokenizer::Create(std::move(vocab));
+    case TokenizerModel::kBpe: tokenizer = BpeTokenizer::Create(std::move(vocab)); break;
+    case TokenizerModel::kSpm: tokenizer = SpmTokenizer::Create(std::move(vocab)); break;
   }
-  return Internal("tokenizer: unknown model");
+  if (tokenizer.ok()) (*tokenizer)->CacheTokenTexts();
+  return tokenizer;
+}
+
+void Tokenizer::CacheTokenTexts() {
+  const int32_t n = vocab_size();
+  token_text_.resize(n);
+  for (int32_t id = 0; id < n; ++id) {
+    switch (vocab_.types[id]) {
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+      case TokenType::kUnused:
+      case TokenType::kUserDefined:
+        token_text_[id] = vocab_.pieces[id];
+        break;
+      default:
+        token_text_[id] = NormalTokenText(id);
+    }
+  }
 }
 
 Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
@@ -117,22 +136,15 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos, bool
 
 std::string Tokenizer::TokenText(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return "";
-  switch (vocab_.types[id]) {
-    case TokenType::kControl:
-    case TokenType::kUnknown:
-    case TokenType::kUnused:
-    case TokenType::kUserDefined:
-      return vocab_.pieces[id];
-    default:
-      return NormalTokenText(id);
-  }
+  return token_text_[id];
 }
 
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
   std::string bytes;
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::string piece = TokenText(ids[i]);
-    if (i == 0 && strips_leading_space() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+    if (ids[i] < 0 || ids[i] >= vocab_size()) continue;
+    std::string_view piece = token_text_[ids[i]];
+    if (i == 0 && strips_leading_space() && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
     bytes += piece;
   }
   return unicode::SanitizeUtf8(bytes);

@@ -28,9 +28,11 @@ class Tokenizer {
   // or pre-tokenizer this project does not know; DATA_LOSS for inconsistent arrays or ids out of
   // range.
   static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& file);
-  // `dir`/tokenizer.json (BPE with a ByteLevel pre-tokenizer: GPT-2, SmolLM2/StarCoder digits,
-  // Llama 3 split), plus bos/eos/add_bos_token/chat_template from `dir`/tokenizer_config.json when
-  // present. NOT_FOUND, DATA_LOSS (malformed file) or UNIMPLEMENTED as above.
+  // `dir`/tokenizer.json, a BPE model either byte-level (ByteLevel pre-tokenizer: GPT-2,
+  // SmolLM2/StarCoder digits, Llama 3 split) or SentencePiece style (▁ normalizer or Metaspace,
+  // byte fallback: Llama 2, TinyLlama, Mistral; run as SPM with merge ranks as scores), plus
+  // bos/eos/add_bos_token/chat_template from `dir`/tokenizer_config.json when present.
+  // NOT_FOUND, DATA_LOSS (malformed file) or UNIMPLEMENTED as above.
   static StatusOr<std::unique_ptr<Tokenizer>> FromHfDir(const std::string& dir);
   // INVALID_ARGUMENT when the vocabulary is inconsistent (sizes, ids, merges of unknown pieces).
   static StatusOr<std::unique_ptr<Tokenizer>> FromVocab(TokenizerVocab vocab);
@@ -88,11 +90,15 @@ class Tokenizer {
   std::unordered_map<std::string, int32_t> piece_to_id_;
 
  private:
+  // Fills token_text_ from TokenText's rules (called once the derived object exists).
+  void CacheTokenTexts();
+
   // Position and id of the longest special token starting at text[pos], if any.
   std::optional<int32_t> MatchSpecial(std::string_view text, size_t pos, bool parse_special) const;
 
   // Special (control and user-defined) token ids by first byte, longest piece first.
   std::array<std::vector<int32_t>, 256> specials_by_first_byte_;
+  std::vector<std::string> token_text_;  // [V] decoded bytes of each token
 };
 
 }  // namespace tpserve

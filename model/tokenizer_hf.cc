@@ -1,5 +1,8 @@
 // Tokenizer::FromHfDir: a Hugging Face tokenizer.json (byte-level BPE) and tokenizer_config.json.
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <optional>
 
 #include "common/json.h"
 #include "model/tokenizer.h"
@@ -43,6 +46,52 @@ StatusOr<std::string> PreTokenizerOf(const JsonValue& pre, const std::string& pa
   return Unimplemented(path + ": pre_tokenizer " + pre.Dump().substr(0, 200) + " is not supported");
 }
 
+std::string TypeOf(const JsonValue* v) {
+  if (v == nullptr || !v->is_object()) return "";
+  const JsonValue* t = v->Find("type");
+  return t != nullptr && t->is_string() ? t->string_value() : "";
+}
+
+// SentencePiece style (Llama 2, TinyLlama, Mistral tokenizer.json): spaces become "▁" through a
+// normalizer (Replace " " -> "▁", optionally Prepend "▁") or a Metaspace pre-tokenizer, and the
+// model is a BPE over those pieces with byte fallback. Returns whether a space is prepended, or
+// nullopt if the file is not of this style.
+std::optional<bool> SentencePieceStyle(const JsonValue& json) {
+  constexpr std::string_view kSpace = "\xE2\x96\x81";
+  bool replaces_space = false, prepends = false;
+  std::vector<const JsonValue*> normalizers;
+  const JsonValue* norm = json.Find("normalizer");
+  if (TypeOf(norm) == "Sequence") {
+    const JsonValue* list = norm->Find("normalizers");
+    for (size_t i = 0; list != nullptr && list->is_array() && i < list->size(); ++i) normalizers.push_back(&(*list)[i]);
+  } else if (norm != nullptr && norm->is_object()) {
+    normalizers.push_back(norm);
+  }
+  for (const JsonValue* n : normalizers) {
+    if (TypeOf(n) == "Prepend") {
+      auto p = n->GetString("prepend");
+      prepends = prepends || (p.ok() && *p == kSpace);
+    } else if (TypeOf(n) == "Replace") {
+      const JsonValue* pattern = n->Find("pattern");
+      const JsonValue* from = pattern != nullptr ? pattern->Find("String") : nullptr;
+      auto to = n->GetString("content");
+      replaces_space = replaces_space || (from != nullptr && from->is_string() && from->string_value() == " " &&
+                                          to.ok() && *to == kSpace);
+    }
+  }
+  const JsonValue* pre = json.Find("pre_tokenizer");
+  if (TypeOf(pre) == "Metaspace") {
+    auto scheme = pre->GetString("prepend_scheme");
+    auto add_prefix = pre->GetBool("add_prefix_space");
+    replaces_space = true;
+    prepends = scheme.ok() ? *scheme != "never" : (!add_prefix.ok() || *add_prefix);
+  } else if (pre != nullptr && !pre->is_null()) {
+    return std::nullopt;
+  }
+  if (!replaces_space) return std::nullopt;
+  return prepends;
+}
+
 // bos_token / eos_token in tokenizer_config.json: a string or {"content": string}.
 std::string TokenContent(const JsonValue& config, std::string_view key) {
   const JsonValue* v = config.Find(key);
@@ -72,9 +121,15 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfDir(const std::string& dir
   if (const JsonValue* ignore = model->Find("ignore_merges"); ignore != nullptr && ignore->is_bool()) {
     vocab.ignore_merges = ignore->bool_value();
   }
-  const JsonValue* pre = json.Find("pre_tokenizer");
-  if (pre == nullptr || !pre->is_object()) return Unimplemented(path + ": BPE without a ByteLevel pre_tokenizer");
-  ASSIGN_OR_RETURN(vocab.pre, PreTokenizerOf(*pre, path));
+  const std::optional<bool> spm_prefix = SentencePieceStyle(json);
+  if (spm_prefix) {
+    vocab.model = TokenizerModel::kSpm;
+    vocab.add_space_prefix = *spm_prefix;
+  } else {
+    const JsonValue* pre = json.Find("pre_tokenizer");
+    if (pre == nullptr || !pre->is_object()) return Unimplemented(path + ": BPE without a ByteLevel pre_tokenizer");
+    ASSIGN_OR_RETURN(vocab.pre, PreTokenizerOf(*pre, path));
+  }
 
   // Pieces: model.vocab plus added_tokens (which may extend it), placed at their ids.
   const JsonValue* pieces = model->Find("vocab");
@@ -122,6 +177,28 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfDir(const std::string& dir
     }
   }
 
+  if (vocab.model == TokenizerModel::kSpm) {
+    // Merge priority -> score: a piece scores minus the rank of its best merge; pieces no merge
+    // makes can never be merge results. <0xNN> pieces are byte-fallback tokens.
+    std::unordered_map<std::string, int32_t> ids;
+    for (int32_t id = 0; id < static_cast<int32_t>(vocab.pieces.size()); ++id) ids.emplace(vocab.pieces[id], id);
+    vocab.scores.assign(vocab.pieces.size(), -std::numeric_limits<float>::infinity());
+    for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
+      const std::string& m = vocab.merges[rank];
+      const size_t space = m.find(' ', 1);
+      if (space == std::string::npos) return corrupt("model.merges[" + std::to_string(rank) + "] is not \"a b\"");
+      auto it = ids.find(m.substr(0, space) + m.substr(space + 1));
+      if (it != ids.end() && std::isinf(vocab.scores[it->second])) vocab.scores[it->second] = -static_cast<float>(rank);
+    }
+    for (size_t id = 0; id < vocab.pieces.size(); ++id) {
+      const std::string& p = vocab.pieces[id];
+      if (vocab.types[id] == TokenType::kNormal && p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>') {
+        vocab.types[id] = TokenType::kByte;
+      }
+    }
+    vocab.merges.clear();
+  }
+
   // Optional tokenizer_config.json: BOS/EOS by content, add_bos_token, chat_template.
   const std::string config_path = dir + "/tokenizer_config.json";
   std::string bos, eos;
@@ -138,7 +215,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfDir(const std::string& dir
   }
   if (const JsonValue* unk = model->Find("unk_token"); unk != nullptr && unk->is_string()) {
     for (int32_t id = 0; id < static_cast<int32_t>(vocab.pieces.size()); ++id) {
-      if (vocab.pieces[id] == unk->string_value()) vocab.unk_id = id;
+      if (vocab.pieces[id] == unk->string_value()) {
+        vocab.unk_id = id;
+        if (vocab.types[id] == TokenType::kNormal || vocab.types[id] == TokenType::kControl) {
+          vocab.types[id] = TokenType::kUnknown;
+        }
+      }
     }
   }
   auto tokenizer = FromVocab(std::move(vocab));

@@ -35,7 +35,7 @@ void ExpectGolden(const Tokenizer& tok, const std::string& variant) {
     if (c.variant != variant) continue;
     ++num_cases;
     EXPECT_EQ(tok.Encode(c.text, /*add_bos=*/false), c.ids) << variant << ": \"" << c.text << "\"";
-    EXPECT_EQ(tok.Decode(c.ids), c.text) << variant;
+    EXPECT_EQ(tok.Decode(c.ids), c.decoded) << variant;
   }
   EXPECT_GE(num_cases, 30) << variant;
 }
@@ -83,6 +83,18 @@ TEST(TokenizerTest, HfDirMatchesHfTokenizers) {
   EXPECT_EQ(static_cast<const BpeTokenizer*>(tok->get())->pre_tokenizer(), PreTokenizerKind::kLlama3);
   ExpectGolden(**tok, "hf_tiny");
   EXPECT_EQ((*tok)->Encode("hi", /*add_bos=*/true).front(), 0);
+}
+
+TEST(TokenizerTest, HfDirSentencePieceStyleMatchesHfTokenizers) {
+  auto tok = Tokenizer::FromHfDir(testing_tokenizer::kHfSpmTinyDir);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->model(), TokenizerModel::kSpm);
+  EXPECT_TRUE((*tok)->strips_leading_space());
+  EXPECT_EQ((*tok)->bos_id(), 1);
+  EXPECT_EQ((*tok)->eos_id(), 2);
+  EXPECT_EQ((*tok)->token_type(0), TokenType::kUnknown);
+  EXPECT_EQ((*tok)->token_type(3 + 'A'), TokenType::kByte);
+  ExpectGolden(**tok, "hf_spm_tiny");
 }
 
 TEST(TokenizerTest, HfDirErrors) {

@@ -19,6 +19,7 @@ inline constexpr const char* kSmolLmPath = "models/SmolLM2-135M-Instruct.Q4_1.gg
 inline constexpr const char* kGoldenPath = "tests/data/tokenizer_golden.txt";
 inline constexpr const char* kChatGoldenPath = "tests/data/tokenizer_golden_chat.txt";
 inline constexpr const char* kHfTinyDir = "tests/data/tokenizer_golden_hf_tiny";
+inline constexpr const char* kHfSpmTinyDir = "tests/data/tokenizer_golden_hf_spm_tiny";
 
 // SmolLM2's tokenizer, or nullptr when the model file has not been fetched (scripts/fetch-model.sh).
 inline const Tokenizer* SmolLm() {
@@ -47,9 +48,10 @@ struct GoldenCase {
   std::string variant;
   std::string text;
   std::vector<int32_t> ids;
+  std::string decoded;  // HF decode(ids, skip_special_tokens=False)
 };
 
-// Lines "variant<TAB>hex<TAB>ids"; '#' lines are comments.
+// Lines "variant<TAB>hex(text)<TAB>ids<TAB>hex(decoded)"; '#' lines are comments.
 inline std::vector<GoldenCase> ReadGolden() {
   std::vector<GoldenCase> cases;
   std::ifstream in(kGoldenPath);
@@ -57,13 +59,14 @@ inline std::vector<GoldenCase> ReadGolden() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
-    const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
-    EXPECT_NE(t2, std::string::npos) << line;
-    if (t2 == std::string::npos) continue;
+    const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1);
+    EXPECT_NE(t3, std::string::npos) << line;
+    if (t3 == std::string::npos) continue;
     GoldenCase c;
     c.variant = line.substr(0, t1);
     c.text = FromHex(line.substr(t1 + 1, t2 - t1 - 1));
-    std::istringstream ids(line.substr(t2 + 1));
+    c.decoded = FromHex(line.substr(t3 + 1));
+    std::istringstream ids(line.substr(t2 + 1, t3 - t2 - 1));
     for (int32_t id; ids >> id;) c.ids.push_back(id);
     cases.push_back(std::move(c));
   }
