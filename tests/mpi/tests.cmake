@@ -19,3 +19,14 @@ foreach(np 2 3 4)
                    SOURCES ${MPI_TEST_DIR}/tensor_parallel_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
                    LIBS tpserve_testing)
 endforeach()
+
+# A rank killed mid-generation ends the job: a plain test that launches mpirun itself.
+add_executable(group_kill_helper ${MPI_TEST_DIR}/group_kill_helper_main.cc)
+target_link_libraries(group_kill_helper PRIVATE tpserve_worker)
+add_executable(rank_kill_test ${MPI_TEST_DIR}/rank_kill_test.cc)
+target_link_libraries(rank_kill_test PRIVATE GTest::gtest GTest::gtest_main)
+target_compile_definitions(rank_kill_test PRIVATE TPSERVE_MPIRUN="${MPIEXEC_EXECUTABLE}"
+                           TPSERVE_KILL_HELPER="$<TARGET_FILE:group_kill_helper>")
+add_dependencies(rank_kill_test group_kill_helper)
+add_test(NAME rank_kill_test COMMAND rank_kill_test)
+set_tests_properties(rank_kill_test PROPERTIES LABELS mpi TIMEOUT 300)
