@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "model/bpe_tokenizer.h"
+#include "model/gguf_writer.h"
 #include "model/pretokenizer.h"
 #include "model/unicode.h"
 #include "tests/model/tokenizer_test_util.h"
@@ -295,6 +297,77 @@ TEST(SpmTokenizerTest, UnknownWithoutByteTokens) {
   auto tok = Tokenizer::FromVocab(v);
   ASSERT_TRUE(tok.ok());
   EXPECT_EQ((*tok)->Encode("a\xC3\xA9" "a", false), (std::vector<int32_t>{2, 0, 2}));
+}
+
+// Writes a GGUF holding only tokenizer metadata: `edit` may change the writer before it is saved.
+std::string WriteTokenizerGguf(const std::string& name, const TokenizerVocab& v,
+                               const std::function<void(GgufWriter&)>& edit) {
+  const std::string path = ::testing::TempDir() + "/tpserve_tokenizer_" + name + ".gguf";
+  GgufWriter w;
+  w.SetString("tokenizer.ggml.model", "llama");
+  w.SetStringArray("tokenizer.ggml.tokens", v.pieces);
+  w.SetF32Array("tokenizer.ggml.scores", v.scores);
+  std::vector<int32_t> types;
+  for (TokenType t : v.types) types.push_back(static_cast<int32_t>(t));
+  w.SetI32Array("tokenizer.ggml.token_type", types);
+  w.SetU32("tokenizer.ggml.unknown_token_id", v.unk_id);
+  w.SetU32("tokenizer.ggml.bos_token_id", v.bos_id);
+  w.SetU32("tokenizer.ggml.eos_token_id", v.eos_id);
+  w.SetBool("tokenizer.ggml.add_bos_token", true);
+  edit(w);
+  EXPECT_TRUE(w.Open(path).ok());
+  EXPECT_TRUE(w.Finish().ok());
+  return path;
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> LoadGgufTokenizer(const std::string& path) {
+  auto file = GgufFile::Open(path);
+  if (!file.ok()) return file.status();
+  return Tokenizer::FromGguf(**file);
+}
+
+TEST(SpmTokenizerTest, FromGgufEqualsFromVocab) {
+  const TokenizerVocab v = HandMadeSpmVocab();
+  auto from_gguf = LoadGgufTokenizer(WriteTokenizerGguf("spm", v, [](GgufWriter&) {}));
+  ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().ToString();
+  auto from_vocab = Tokenizer::FromVocab(v);
+  ASSERT_TRUE(from_vocab.ok());
+  const Tokenizer& a = **from_gguf;
+  const Tokenizer& b = **from_vocab;
+  EXPECT_EQ(a.model(), TokenizerModel::kSpm);
+  EXPECT_TRUE(a.strips_leading_space());  // add_space_prefix defaults to true for "llama"
+  EXPECT_TRUE(a.add_bos());
+  EXPECT_EQ(a.bos_id(), 1);
+  for (const char* text : {"hello world", "abab  ba", "h\xC3\xA9llo</s>hello", ""}) {
+    EXPECT_EQ(a.Encode(text, true), b.Encode(text, true)) << text;
+    EXPECT_EQ(a.Decode(a.Encode(text, false)), b.Decode(b.Encode(text, false)));
+  }
+}
+
+TEST(TokenizerTest, FromGgufErrors) {
+  const TokenizerVocab v = HandMadeSpmVocab();
+  auto code = [&](const std::string& name, const std::function<void(GgufWriter&)>& edit) {
+    return LoadGgufTokenizer(WriteTokenizerGguf(name, v, edit)).status().code();
+  };
+  EXPECT_EQ(code("bert", [](GgufWriter& w) { w.SetString("tokenizer.ggml.model", "bert"); }),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(code("types", [](GgufWriter& w) { w.SetI32Array("tokenizer.ggml.token_type", {1, 1}); }),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(code("scores", [](GgufWriter& w) { w.SetF32Array("tokenizer.ggml.scores", {0.5f}); }),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(code("bos", [](GgufWriter& w) { w.SetU32("tokenizer.ggml.bos_token_id", 100000); }),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(code("tokens", [](GgufWriter& w) { w.SetString("tokenizer.ggml.tokens", "not an array"); }),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(code("no_merges", [](GgufWriter& w) { w.SetString("tokenizer.ggml.model", "gpt2"); }),
+            StatusCode::kNotFound);
+  EXPECT_EQ(code("pre", [](GgufWriter& w) {
+              w.SetString("tokenizer.ggml.model", "gpt2");
+              w.SetStringArray("tokenizer.ggml.merges", {"a b"});
+              w.SetString("tokenizer.ggml.pre", "some-future-pre");
+            }),
+            StatusCode::kUnimplemented);
+  EXPECT_TRUE(LoadGgufTokenizer(WriteTokenizerGguf("ok", v, [](GgufWriter&) {})).ok());
 }
 
 TEST(TokenizerTest, FromVocabRejectsInconsistentVocabularies) {
