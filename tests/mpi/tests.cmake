@@ -30,3 +30,13 @@ target_compile_definitions(rank_kill_test PRIVATE TPSERVE_MPIRUN="${MPIEXEC_EXEC
 add_dependencies(rank_kill_test group_kill_helper)
 add_test(NAME rank_kill_test COMMAND rank_kill_test)
 set_tests_properties(rank_kill_test PROPERTIES LABELS mpi TIMEOUT 300)
+
+# NCCL communicator on device buffers: built where CUDA+NCCL are found; skips without enough GPUs.
+if(TARGET tpserve_comm_nccl)
+  foreach(np 1 2)
+    tpserve_mpi_test(nccl_communicator_mpi_test ${np}
+                     SOURCES ${MPI_TEST_DIR}/nccl_communicator_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
+                     LIBS tpserve_comm_nccl)
+    set_property(TEST nccl_communicator_mpi_test_np${np} APPEND PROPERTY LABELS gpu)
+  endforeach()
+endif()
