@@ -1,0 +1,28 @@
+#!/bin/bash
+# Runs an MPI program with one rank per namespace "host" (deploy/netns-setup.sh must have run):
+# mpirun starts in namespace A, reaches B's daemon through deploy/netns-rsh.sh, and Open MPI's
+# TCP transport (both its out-of-band and its byte transfer layer) is restricted to the veth subnet.
+#   deploy/netns-mpirun.sh NP PROGRAM [ARGS...]
+# Ranks fill A first then B (--map-by node alternates: rank 0 on A, rank 1 on B, ...).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+NS_A=${TPSERVE_NS_A:-tpserve-a}
+ADDR_A=${TPSERVE_ADDR_A:-10.77.0.1}
+ADDR_B=${TPSERVE_ADDR_B:-10.77.0.2}
+SUBNET=${TPSERVE_SUBNET:-10.77.0.0/24}
+np=$1
+shift
+hostfile=$(mktemp /tmp/tpserve-hostfile.XXXXXX)
+trap 'rm -f "$hostfile"' EXIT
+printf '%s slots=4\n%s slots=4\n' "$ADDR_A" "$ADDR_B" >"$hostfile"
+exports=(-x PATH)
+for var in LD_LIBRARY_PATH TPSERVE_LOG OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
+  if [[ -n "${!var:-}" ]]; then exports+=(-x "$var"); fi
+done
+ip netns exec "$NS_A" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+  --hostfile "$hostfile" --map-by node -np "$np" \
+  --mca plm_rsh_agent "$here/netns-rsh.sh" \
+  --mca btl self,tcp --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
+  --mca mpi_yield_when_idle 1 \
+  "${exports[@]}" \
+  "$@"
