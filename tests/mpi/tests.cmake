@@ -40,3 +40,12 @@ if(TARGET tpserve_comm_nccl)
     set_property(TEST nccl_communicator_mpi_test_np${np} APPEND PROPERTY LABELS gpu)
   endforeach()
 endif()
+
+# The same group split across two network namespaces (deploy/netns-*.sh) gives the same ids as on
+# one host. Needs root and iproute2 (skipped otherwise).
+if(TARGET tpserve-run)
+  add_test(NAME netns_two_host_test
+           COMMAND ${CMAKE_SOURCE_DIR}/deploy/netns-test.sh $<TARGET_FILE:tpserve-run>
+                   ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  set_tests_properties(netns_two_host_test PROPERTIES LABELS "mpi;netns" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
