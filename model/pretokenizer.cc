@@ -98,7 +98,8 @@ size_t MatchGpt2(const Scanner& s, size_t i) {
   return i + 1;  // unreachable: every character is space, letter, number or other
 }
 
-size_t MatchLlama3(const Scanner& s, size_t i) {
+// Llama 3 and Qwen 2 differ only in how many digits one match takes.
+size_t MatchLlama3Like(const Scanner& s, size_t i, size_t max_digits) {
   size_t e;
   if ((e = s.Contraction(i, /*ignore_case=*/true)) != i) return e;
   // [^\r\n\p{L}\p{N}]?\p{L}+
@@ -108,10 +109,10 @@ size_t MatchLlama3(const Scanner& s, size_t i) {
     const size_t end = s.Run(start, [&](size_t k) { return s.Letter(k); });
     if (end != start) return end;
   }
-  // \p{N}{1,3}
+  // \p{N}{1,max_digits}
   if (s.Number(i)) {
     e = i + 1;
-    while (e < i + 3 && s.Number(e)) ++e;
+    while (e < i + max_digits && s.Number(e)) ++e;
     return e;
   }
   //  ?[^\s\p{L}\p{N}]+[\r\n]*
@@ -128,6 +129,9 @@ size_t MatchLlama3(const Scanner& s, size_t i) {
   if ((e = s.TrailingSpace(i)) != i) return e;
   return i + 1;
 }
+
+size_t MatchLlama3(const Scanner& s, size_t i) { return MatchLlama3Like(s, i, 3); }
+size_t MatchQwen2(const Scanner& s, size_t i) { return MatchLlama3Like(s, i, 1); }
 
 void Split(const std::vector<Char>& chars, size_t begin, size_t end, size_t (*match)(const Scanner&, size_t),
            std::string_view text, std::vector<std::string_view>* out) {
@@ -146,6 +150,7 @@ std::optional<PreTokenizerKind> PreTokenizerFromName(std::string_view name) {
   if (name.empty() || name == "default" || name == "gpt-2" || name == "gpt2") return PreTokenizerKind::kGpt2;
   if (name == "llama3" || name == "llama-bpe" || name == "llama-v3") return PreTokenizerKind::kLlama3;
   if (name == "smollm" || name == "starcoder" || name == "refact") return PreTokenizerKind::kSmolLM;
+  if (name == "qwen2") return PreTokenizerKind::kQwen2;
   return std::nullopt;
 }
 
@@ -154,6 +159,7 @@ const char* PreTokenizerName(PreTokenizerKind kind) {
     case PreTokenizerKind::kGpt2: return "gpt2";
     case PreTokenizerKind::kLlama3: return "llama3";
     case PreTokenizerKind::kSmolLM: return "smollm";
+    case PreTokenizerKind::kQwen2: return "qwen2";
   }
   return "?";
 }
@@ -167,6 +173,9 @@ std::vector<std::string_view> PreTokenize(PreTokenizerKind kind, std::string_vie
       break;
     case PreTokenizerKind::kLlama3:
       Split(chars, 0, chars.size(), MatchLlama3, text, &out);
+      break;
+    case PreTokenizerKind::kQwen2:
+      Split(chars, 0, chars.size(), MatchQwen2, text, &out);
       break;
     case PreTokenizerKind::kSmolLM: {
       // Each number character alone; the GPT-2 pattern within each run between them.

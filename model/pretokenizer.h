@@ -16,6 +16,8 @@ enum class PreTokenizerKind {
   // Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}
   //          | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
   kLlama3,
+  // Qwen 2 / 2.5: the Llama 3 pattern with single digits (\p{N} instead of \p{N}{1,3}).
+  kQwen2,
   // SmolLM / StarCoder: every \p{N} code point is its own word (HF Digits(individual_digits)),
   // then the GPT-2 pattern inside the rest (llama.cpp "smollm", "starcoder", "refact").
   kSmolLM,

@@ -10,6 +10,14 @@
 namespace tpserve {
 namespace {
 
+// The Split patterns of Llama 3 and Qwen 2 tokenizer.json files, exactly as written there.
+constexpr std::string_view kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 // The pre-tokenizer name (see PreTokenizerFromName) equivalent to a tokenizer.json pre_tokenizer.
 StatusOr<std::string> PreTokenizerOf(const JsonValue& pre, const std::string& path) {
   auto type_of = [](const JsonValue& v) -> std::string {
@@ -37,8 +45,9 @@ StatusOr<std::string> PreTokenizerOf(const JsonValue& pre, const std::string& pa
       if (type_of(first) == "Split" && is_byte_level(second, false)) {
         const JsonValue* pattern = first.Find("pattern");
         const JsonValue* regex = pattern != nullptr ? pattern->Find("Regex") : nullptr;
-        if (regex != nullptr && regex->is_string() && regex->string_value().find("\\p{N}{1,3}") != std::string::npos) {
-          return std::string("llama3");
+        if (regex != nullptr && regex->is_string()) {
+          if (regex->string_value() == kLlama3Pattern) return std::string("llama3");
+          if (regex->string_value() == kQwen2Pattern) return std::string("qwen2");
         }
       }
     }

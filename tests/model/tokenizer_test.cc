@@ -76,6 +76,11 @@ TEST(TokenizerTest, Llama3PreTokenizerMatchesHfTokenizers) {
   ExpectGolden(*WithPreTokenizer(*tok, "llama3", true), "llama3");
 }
 
+TEST(TokenizerTest, Qwen2PreTokenizerMatchesHfTokenizers) {
+  REQUIRE_SMOLLM(tok);
+  ExpectGolden(*WithPreTokenizer(*tok, "qwen2", false), "qwen2");
+}
+
 TEST(TokenizerTest, HfDirMatchesHfTokenizers) {
   auto tok = Tokenizer::FromHfDir(testing_tokenizer::kHfTinyDir);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
@@ -186,6 +191,7 @@ TEST(PreTokenizerTest, SplitsLikeTheRegexes) {
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kGpt2, "it's 2024!"), (V{"it", "'s", " 2024", "!"}));
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kSmolLM, "it's 2024!"), (V{"it", "'s", " ", "2", "0", "2", "4", "!"}));
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "it's 2024!"), (V{"it", "'s", " ", "202", "4", "!"}));
+  EXPECT_EQ(PreTokenize(PreTokenizerKind::kQwen2, "it's 2024!"), (V{"it", "'s", " ", "2", "0", "2", "4", "!"}));
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "a\n\nb"), (V{"a", "\n\n", "b"}));
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "x   \n  y"), (V{"x", "   \n", " ", " y"}));
   EXPECT_EQ(PreTokenize(PreTokenizerKind::kLlama3, "I'VE seen 12345 cats\r\n\r\n ok"),
