@@ -48,7 +48,7 @@ const char kUsage[] =
     "                        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
     "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
     "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
-    "                        [--print-ids] [--json] [--api-key K]\n"
+    "                        [--system S] [--print-ids] [--json] [--api-key K]\n"
     "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
     "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
     "       tpserve health [--server E]\n"
@@ -100,7 +100,7 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
     } else if (arg == "--chat") {
       f.request.prompt_kind = proto::PromptKind::kChat;
       ASSIGN_OR_RETURN(std::string text, value());
-      f.request.chat = {{"user", text}};
+      f.request.chat.push_back({"user", text});
       f.has_prompt = true;
     } else if (arg == "--prompt-ids") {
       f.request.prompt_kind = proto::PromptKind::kTokenIds;
@@ -194,6 +194,10 @@ int Generate(const CliFlags& flags) {
     std::cerr << "tpserve generate: one of --prompt, --prompt-ids, --chat is required\n" << kUsage;
     return 2;
   }
+  proto::GenerateRequest request = flags.request;
+  if (request.prompt_kind == proto::PromptKind::kChat && !flags.system.empty()) {
+    request.chat.insert(request.chat.begin(), proto::ChatMessage{"system", flags.system});
+  }
   StatusOr<std::unique_ptr<Client>> client = Client::Connect(flags.client);
   if (!client.ok()) return Fail(client.status());
   const bool stream_text = !flags.print_ids && !flags.json && flags.request.n <= 1;
@@ -201,7 +205,7 @@ int Generate(const CliFlags& flags) {
     if (stream_text) std::cout << chunk.text << std::flush;
     return true;
   };
-  StatusOr<GenerateResult> result = (*client)->Generate(flags.request, on_chunk);
+  StatusOr<GenerateResult> result = (*client)->Generate(request, on_chunk);
   if (!result.ok()) {
     if (stream_text) std::cout << "\n";
     return Fail(result.status());
@@ -215,14 +219,14 @@ int Generate(const CliFlags& flags) {
                 << "\",\"usage\":{\"prompt_tokens\":" << finish.usage.prompt_tokens
                 << ",\"completion_tokens\":" << finish.usage.completion_tokens
                 << ",\"cached_prompt_tokens\":" << finish.usage.cached_prompt_tokens << "},\"ttft_ms\":" << finish.ttft_ms
-                << ",\"tpot_ms\":" << finish.tpot_ms << "}\n";
+                << ",\"tpot_ms\":" << finish.tpot_ms << "}" << std::endl;
     } else if (flags.print_ids) {
       for (size_t i = 0; i < result->token_ids[s].size(); ++i) std::cout << (i ? " " : "") << result->token_ids[s][i];
-      std::cout << "\n";
+      std::cout << std::endl;
     } else if (stream_text) {
-      std::cout << "\n";
+      std::cout << std::endl;
     } else {
-      std::cout << result->text[s] << "\n";
+      std::cout << result->text[s] << std::endl;
     }
     std::fprintf(stderr, "[%s] %u prompt tokens (%u cached), %u generated; TTFT %.1f ms, TPOT %.1f ms\n",
                  proto::FinishReasonName(finish.reason), finish.usage.prompt_tokens,
@@ -273,7 +277,9 @@ int Batch(const CliFlags& flags) {
     request.n = 1;
     if (flags.as_chat) {
       request.prompt_kind = proto::PromptKind::kChat;
-      request.chat = {{"user", flags.prompts[i]}};
+      request.chat.clear();
+      if (!flags.system.empty()) request.chat.push_back({"system", flags.system});
+      request.chat.push_back({"user", flags.prompts[i]});
     } else {
       request.prompt_kind = proto::PromptKind::kText;
       request.prompt_text = flags.prompts[i];
