@@ -7,7 +7,8 @@
 // of work while the other ranks wait in a barrier, once with the backoff wait and once spinning; it
 // prints rank 0's compute time and the CPU seconds the waiting ranks burned.
 //
-//   mpirun -np N tpserve-bench-allreduce [--min-bytes 4096] [--max-bytes 67108864] [--spin] [--idle]
+//   mpirun -np N tpserve-bench-allreduce [--min-bytes 4096] [--max-bytes 67108864] [--spin]
+//       [--spin-us 20] [--max-sleep-us 1000] [--idle]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -101,12 +102,17 @@ void IdleTest(MpiCommunicator& comm) {
 int Main(int argc, char** argv) {
   size_t min_bytes = 4096, max_bytes = size_t{64} << 20;
   bool spin = false, idle = false;
+  WaitPolicy policy;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--min-bytes" && i + 1 < argc) {
       min_bytes = std::stoull(argv[++i]);
     } else if (arg == "--max-bytes" && i + 1 < argc) {
       max_bytes = std::stoull(argv[++i]);
+    } else if (arg == "--spin-us" && i + 1 < argc) {
+      policy.spin = std::chrono::microseconds(std::stoll(argv[++i]));
+    } else if (arg == "--max-sleep-us" && i + 1 < argc) {
+      policy.max_sleep = std::chrono::microseconds(std::stoll(argv[++i]));
     } else if (arg == "--spin") {
       spin = true;
     } else if (arg == "--idle") {
@@ -117,6 +123,7 @@ int Main(int argc, char** argv) {
     }
   }
   MpiCommunicatorOptions options;
+  options.wait = policy;
   options.wait.always_spin = spin;
   options.deadline = std::chrono::milliseconds(120000);
   auto created = MpiCommunicator::Create(MPI_COMM_WORLD, options);
@@ -125,11 +132,17 @@ int Main(int argc, char** argv) {
   const int n = comm.size();
   const double memcpy_bw = MemcpyBandwidth();
   if (comm.rank() == 0) {
-    std::printf("all-reduce (sum, float32) through MPI, %d ranks, wait policy %s\n", n, spin ? "spin" : "backoff");
+    if (spin) {
+      std::printf("all-reduce (sum, float32) through MPI, %d ranks, wait policy: spin\n", n);
+    } else {
+      std::printf("all-reduce (sum, float32) through MPI, %d ranks, wait policy: spin %lld us, then sleeps %lld..%lld us\n",
+                  n, static_cast<long long>(policy.spin.count()), static_cast<long long>(policy.min_sleep.count()),
+                  static_cast<long long>(policy.max_sleep.count()));
+    }
     std::printf("memcpy bandwidth measured on rank 0: %.2f GB/s (read+write) -- the one-host ceiling\n",
                 memcpy_bw / 1e9);
-    std::printf("%12s %8s %12s %12s %12s %10s\n", "bytes", "iters", "latency_us", "algbw_GB/s", "busbw_GB/s",
-                "busbw/memcpy");
+    std::printf("%12s %8s %12s %12s %12s %12s %10s\n", "bytes", "iters", "median_us", "mean_us", "algbw_GB/s",
+                "busbw_GB/s", "busbw/memcpy");
   }
   std::vector<float> data(max_bytes / sizeof(float), 1.0f);  // [max_bytes / 4]
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
@@ -137,16 +150,24 @@ int Main(int argc, char** argv) {
     const int iters = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / bytes, 5, 200));
     for (int w = 0; w < 3; ++w) Check(comm.AllReduceSum(data.data(), count));
     Check(comm.Barrier());
-    const Clock::time_point start = Clock::now();
-    for (int i = 0; i < iters; ++i) Check(comm.AllReduceSum(data.data(), count));
-    double seconds = Seconds(start) / iters;
-    // The slowest rank decides.
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    // Per-iteration times: the median resists the descheduling noise of a shared machine; the
+    // bandwidth columns use it too. Each iteration's time is the slowest rank's.
+    std::vector<double> times(iters);
+    for (int i = 0; i < iters; ++i) {
+      const Clock::time_point start = Clock::now();
+      Check(comm.AllReduceSum(data.data(), count));
+      times[i] = Seconds(start);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, times.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double mean = 0;
+    for (double t : times) mean += t / iters;
+    std::sort(times.begin(), times.end());
+    const double seconds = times[iters / 2];
     if (comm.rank() == 0) {
       const double algbw = bytes / seconds;
       const double busbw = algbw * 2.0 * (n - 1) / n;
-      std::printf("%12zu %8d %12.1f %12.3f %12.3f %10.3f\n", bytes, iters, seconds * 1e6, algbw / 1e9, busbw / 1e9,
-                  busbw / memcpy_bw);
+      std::printf("%12zu %8d %12.1f %12.1f %12.3f %12.3f %10.3f\n", bytes, iters, seconds * 1e6, mean * 1e6,
+                  algbw / 1e9, busbw / 1e9, busbw / memcpy_bw);
     }
     std::fill(data.begin(), data.begin() + count, 1.0f);  // keep values finite
   }
