@@ -54,6 +54,13 @@ HostTensor RandomTensor(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   return t;
 }
 
+// "t<k>" (built by appending: GCC 12's -Wrestrict misfires on "literal" + std::string at -O2).
+std::string NumberedName(uint32_t k) {
+  std::string s = "t";
+  s += std::to_string(k);
+  return s;
+}
+
 bool SameBytes(const HostTensor& a, const uint8_t* b, int64_t n) {
   return a.nbytes() == n && std::memcmp(a.data.get(), b, n) == 0;
 }
@@ -205,7 +212,7 @@ TEST(GgufTest, StreamsTensorDataInArbitraryPieces) {
   std::string all;
   uint32_t k = 0;
   for (const HostTensor& t : f.tensors) {
-    w.AddTensor("t" + std::to_string(k++), t.type, t.rows == 1 ? std::vector<int64_t>{t.cols}
+    w.AddTensor(NumberedName(k++), t.type, t.rows == 1 ? std::vector<int64_t>{t.cols}
                                                                  : std::vector<int64_t>{t.rows, t.cols});
     all.append(reinterpret_cast<const char*>(t.data.get()), t.nbytes());
   }
@@ -222,7 +229,7 @@ TEST(GgufTest, StreamsTensorDataInArbitraryPieces) {
   StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   for (k = 0; k < f.tensors.size(); ++k) {
-    EXPECT_TRUE(SameBytes(*(*file)->Read("t" + std::to_string(k)), f.tensors[k].data.get(), f.tensors[k].nbytes()));
+    EXPECT_TRUE(SameBytes(*(*file)->Read(NumberedName(k)), f.tensors[k].data.get(), f.tensors[k].nbytes()));
   }
   std::remove(path.c_str());
   std::remove(f.path.c_str());

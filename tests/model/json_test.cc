@@ -126,7 +126,11 @@ TEST(JsonTest, DumpRoundTripsRandomDocuments) {
       default: {
         JsonValue o = JsonValue::Object();
         const int n = rng() % 4;
-        for (int k = 0; k < n; ++k) o.Set("k" + std::to_string(rng() % 10), make(depth + 1));
+        for (int k = 0; k < n; ++k) {
+          std::string key = "k";  // appended: GCC 12's -Wrestrict misfires on "k" + std::string
+          key += std::to_string(rng() % 10);
+          o.Set(std::move(key), make(depth + 1));
+        }
         return o;
       }
     }
