@@ -14,6 +14,12 @@ foreach(np 2 3 4)
                    LIBS tpserve_worker)
 endforeach()
 
+foreach(np 2 3 4)  # sampler engineer: the vocabulary-parallel sampler against the gathered reference
+  tpserve_mpi_test(distributed_sampler_mpi_test ${np}
+                   SOURCES ${MPI_TEST_DIR}/distributed_sampler_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
+                   LIBS tpserve_testing)
+endforeach()
+
 foreach(np 2 3 4)
   tpserve_mpi_test(tensor_parallel_mpi_test ${np}
                    SOURCES ${MPI_TEST_DIR}/tensor_parallel_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/check.h"
+
 namespace tpserve::testing {
 namespace {
 
@@ -76,6 +78,7 @@ SamplingCase RandomSamplingCase(std::mt19937_64& rng, int64_t vocab_size) {
 }
 
 std::vector<int64_t> RandomVocabSplit(std::mt19937_64& rng, int64_t vocab_size, int num_ranks, bool allow_empty) {
+  CHECK(allow_empty || vocab_size >= num_ranks) << vocab_size << " tokens cannot fill " << num_ranks << " slices";
   std::vector<int64_t> bounds = {0, vocab_size};
   while (static_cast<int>(bounds.size()) < num_ranks + 1) {
     const int64_t cut = allow_empty ? static_cast<int64_t>(rng() % (vocab_size + 1))

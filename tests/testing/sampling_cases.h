@@ -20,7 +20,7 @@ struct SamplingCase {
 SamplingCase RandomSamplingCase(std::mt19937_64& rng, int64_t vocab_size);
 
 // Splits [0, vocab_size) into num_ranks contiguous slices of uneven sizes (some may be empty when
-// allow_empty); returns the num_ranks + 1 boundaries.
+// allow_empty); returns the num_ranks + 1 boundaries. REQUIRES: allow_empty or vocab_size >= num_ranks.
 std::vector<int64_t> RandomVocabSplit(std::mt19937_64& rng, int64_t vocab_size, int num_ranks, bool allow_empty);
 
 }  // namespace tpserve::testing
