@@ -138,6 +138,21 @@ bool Scheduler::HasPendingChildren(const Sequence& seq) const {
   return std::find(it->second.begin(), it->second.end(), &seq) == it->second.end();
 }
 
+int32_t Scheduler::NumRunningOrForking() const {
+  int32_t n = num_running();
+  for (const auto& [request_id, children] : pending_forks_) {
+    const uint64_t first = SequenceIdOf(request_id, 0);
+    for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
+      const Sequence* seq = it->second.get();
+      if (seq->status == SequenceStatus::kRunning && HasPendingChildren(*seq)) {
+        n += static_cast<int32_t>(children.size());
+        break;
+      }
+    }
+  }
+  return n;
+}
+
 int32_t Scheduler::PrefillTarget(const Sequence& seq) const {
   // A request's leader stops before its last prompt token, where its samples fork.
   return HasPendingChildren(seq) ? seq.num_prompt_tokens() - 1 : seq.num_tokens();
@@ -223,7 +238,7 @@ StepPlan Scheduler::Schedule() {
     Sequence* seq = waiting_.front();
     const auto pending = pending_forks_.find(seq->request_id);
     const int32_t group = 1 + (HasPendingChildren(*seq) ? static_cast<int32_t>(pending->second.size()) : 0);
-    if (num_running() + group > config_.max_num_seqs) break;
+    if (NumRunningOrForking() + group > config_.max_num_seqs) break;
     const int32_t cached = block_manager_.NumCachedPrefixTokens(*seq);
     const int32_t remaining = PrefillTarget(*seq) - cached;
     CHECK_GE(remaining, 0);

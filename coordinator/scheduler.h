@@ -144,6 +144,8 @@ class Scheduler {
   void FillUsage(const Sequence& seq, SequenceEvent& event) const;
   // seq leads a request whose other samples wait to fork from it.
   bool HasPendingChildren(const Sequence& seq) const;
+  // Running sequences plus the samples that will fork from running leaders: the seats taken.
+  int32_t NumRunningOrForking() const;
   double Now() const;
 
   struct InFlightSequence {
