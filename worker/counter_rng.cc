@@ -11,7 +11,7 @@ constexpr uint32_t kPhiloxW0 = 0x9E3779B9u;  // golden ratio
 constexpr uint32_t kPhiloxW1 = 0xBB67AE85u;  // sqrt(3) - 1
 constexpr int kPhiloxRounds = 10;
 
-PhiloxCounter PhiloxRound(const PhiloxCounter& c, const PhiloxKey& k) {
+inline PhiloxCounter PhiloxRound(const PhiloxCounter& c, const PhiloxKey& k) {
   const uint64_t p0 = uint64_t{kPhiloxM0} * c[0];
   const uint64_t p1 = uint64_t{kPhiloxM1} * c[2];
   const auto hi = [](uint64_t p) { return static_cast<uint32_t>(p >> 32); };
@@ -21,7 +21,7 @@ PhiloxCounter PhiloxRound(const PhiloxCounter& c, const PhiloxKey& k) {
 
 }  // namespace
 
-PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key) {
+inline PhiloxCounter Philox4x32Inline(PhiloxCounter counter, PhiloxKey key) {
   for (int round = 0; round < kPhiloxRounds; ++round) {
     if (round > 0) {
       key[0] += kPhiloxW0;
@@ -32,22 +32,24 @@ PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key) {
   return counter;
 }
 
-uint64_t CounterBits(uint64_t seed, uint32_t sample_index, int32_t token_id) {
+PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key) { return Philox4x32Inline(counter, key); }
+
+static inline uint64_t CounterBitsInline(uint64_t seed, uint32_t sample_index, int32_t token_id) {
   const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-  const PhiloxCounter out = Philox4x32({static_cast<uint32_t>(token_id), sample_index, 0u, 0u}, key);
+  const PhiloxCounter out = Philox4x32Inline({static_cast<uint32_t>(token_id), sample_index, 0u, 0u}, key);
   return ((uint64_t{out[1]} << 32) | out[0]) >> 12;
+}
+
+uint64_t CounterBits(uint64_t seed, uint32_t sample_index, int32_t token_id) {
+  return CounterBitsInline(seed, sample_index, token_id);
+}
+
+void CounterBitsForRange(uint64_t seed, uint32_t sample_index, int32_t first_token, int n, uint64_t* out) {
+  for (int i = 0; i < n; ++i) out[i] = CounterBitsInline(seed, sample_index, first_token + i);
 }
 
 double UniformFromBits(uint64_t bits) { return (static_cast<double>(bits) + 0.5) * 0x1p-52; }
 
 double GumbelFromBits(uint64_t bits) { return -std::log(-std::log(UniformFromBits(bits))); }
-
-double GumbelUpperBound(uint64_t bits) {
-  // 1 - u = (c + 0.5) * 2^-52 with c = 2^52 - 1 - bits, and c + 0.5 >= 2^floor_log2 (2^-1 for c = 0).
-  // Gumbel = -log(-log u) <= -log(1 - u) <= (52 - floor_log2) * ln 2; the margin covers rounding.
-  const uint64_t c = ((uint64_t{1} << 52) - 1) - bits;
-  const int floor_log2 = c == 0 ? -1 : 63 - __builtin_clzll(c);
-  return (52 - floor_log2) * 0.6931471805599453 + 1e-9;
-}
 
 }  // namespace tpserve

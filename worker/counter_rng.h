@@ -21,6 +21,9 @@ PhiloxCounter Philox4x32(PhiloxCounter counter, PhiloxKey key);
 // The 52 random bits of the draw of (seed, sample_index, token id): bits 0-51 of the first two
 // Philox output words. The functions below turn them into numbers.
 uint64_t CounterBits(uint64_t seed, uint32_t sample_index, int32_t token_id);
+// CounterBits of the tokens first_token, first_token + 1, ..., first_token + n - 1 into out[n]:
+// the same values, computed many at a time (the loop vectorises).
+void CounterBitsForRange(uint64_t seed, uint32_t sample_index, int32_t first_token, int n, uint64_t* out);
 
 // A uniform double in the open interval (0, 1): the 52 bits centred in their cell, so
 // 2^-53 <= u <= 1 - 2^-53 and neither log(u) nor log(-log(u)) can overflow.
@@ -30,7 +33,13 @@ double UniformFromBits(uint64_t bits);
 double GumbelFromBits(uint64_t bits);
 // A cheap upper bound of GumbelFromBits(bits) (no logarithms: a leading-zero count), so that a
 // token that cannot win is skipped without its two logarithms. Uses -log(u) >= 1 - u.
-double GumbelUpperBound(uint64_t bits);
+inline double GumbelUpperBound(uint64_t bits) {
+  // 1 - u = (c + 0.5) * 2^-52 with c = 2^52 - 1 - bits, and c + 0.5 >= 2^floor_log2 (2^-1 for c = 0).
+  // Gumbel = -log(-log u) <= -log(1 - u) <= (52 - floor_log2) * ln 2; the margin covers rounding.
+  const uint64_t c = ((uint64_t{1} << 52) - 1) - bits;
+  const int floor_log2 = c == 0 ? -1 : 63 - __builtin_clzll(c);
+  return (52 - floor_log2) * 0.6931471805599453 + 1e-9;
+}
 
 inline double CounterUniform(uint64_t seed, uint32_t sample_index, int32_t token_id) {
   return UniformFromBits(CounterBits(seed, sample_index, token_id));

@@ -63,9 +63,12 @@ struct Draw {
   // Offers token c with its Gumbel draw; ties go to the lower id. Most tokens of a large
   // vocabulary lose by a margin that the cheap bounds show without the draw's logarithms.
   void Offer(const Candidate& c, uint64_t seed, uint32_t sample_index) {
+    if (Excludes(c.value)) return;
+    OfferWithBits(c, CounterBits(seed, sample_index, c.id));
+  }
+  // The same, with c's CounterBits already drawn.
+  void OfferWithBits(const Candidate& c, uint64_t bits) {
     const double x = static_cast<double>(c.value);
-    if (x + kMaxGumbel < score) return;
-    const uint64_t bits = CounterBits(seed, sample_index, c.id);
     if (x + GumbelUpperBound(bits) < score) return;
     const double score_c = x + GumbelFromBits(bits);
     if (score_c > score || (score_c == score && static_cast<uint32_t>(c.id) < static_cast<uint32_t>(id))) {
@@ -273,10 +276,21 @@ void PackRound2(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatP
   // Start from the local maximum so that most tokens are excluded cheaply.
   const Candidate local_best = LocalTop(row.x, row.raw, vocab_begin, vocab_shard, 1)[0];
   if (local_best.id >= 0 && survives(local_best.value)) draw.Offer(local_best, p.seed, row.plan->sample_index);
-  for (int64_t i = 0; i < vocab_shard; ++i) {
-    const float x = row.x[i];
-    if (!survives(x)) continue;
-    draw.Offer(Candidate{x, row.raw[i], static_cast<int32_t>(vocab_begin + i)}, p.seed, row.plan->sample_index);
+  // Blocks of tokens: their random bits in one vectorised call, then the cheap bounds, and the
+  // logarithms only for the few tokens that could still win.
+  constexpr int kBlock = 64;
+  uint64_t bits[kBlock];
+  for (int64_t begin = 0; begin < vocab_shard; begin += kBlock) {
+    const int n = static_cast<int>(std::min<int64_t>(kBlock, vocab_shard - begin));
+    bool any_left = false;
+    for (int j = 0; j < n; ++j) any_left |= survives(row.x[begin + j]) && !draw.Excludes(row.x[begin + j]);
+    if (!any_left) continue;
+    CounterBitsForRange(p.seed, row.plan->sample_index, static_cast<int32_t>(vocab_begin + begin), n, bits);
+    for (int j = 0; j < n; ++j) {
+      const int64_t i = begin + j;
+      if (!survives(row.x[i])) continue;
+      draw.OfferWithBits(Candidate{row.x[i], row.raw[i], static_cast<int32_t>(vocab_begin + i)}, bits[j]);
+    }
   }
   packer.PushDouble(draw.score);
   packer.PushFloat(draw.raw);

@@ -26,24 +26,33 @@ inline float ExpNonPositive(float y) {
 }  // namespace
 
 double SumExp(const float* x, int64_t n, float m) {
+  // Blocks of 64: the exponentials into a buffer (a loop without reductions, so it vectorises),
+  // summed lane-wise in float (16 lanes of 4 terms <= 1 each: error ~1e-7), each block added in double.
+  constexpr int kBlock = 64;
   constexpr int kLanes = 16;
   constexpr float kMinExponent = -87.0f;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      const float y = x[i + j] - m;
-      const float clamped = y > kMinExponent ? y : kMinExponent;  // also maps -inf and keeps n >= -126
-      const float e = ExpNonPositive(clamped);
-      lanes[j] += static_cast<double>(y > kMinExponent ? e : 0.0f);
-    }
-  }
   double sum = 0.0;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    alignas(64) float e[kBlock];
+    for (int j = 0; j < kBlock; ++j) {
+      const float y = x[i + j] - m;
+      const float clamped = y > kMinExponent ? y : kMinExponent;  // also maps -inf and keeps 2^n normal
+      const float value = ExpNonPositive(clamped);
+      e[j] = y > kMinExponent ? value : 0.0f;
+    }
+    alignas(64) float lanes[kLanes] = {};
+    for (int k = 0; k < kBlock; k += kLanes) {
+      for (int l = 0; l < kLanes; ++l) lanes[l] += e[k + l];
+    }
+    float block = 0.0f;
+    for (float lane : lanes) block += lane;
+    sum += static_cast<double>(block);
+  }
   for (; i < n; ++i) {
     const float y = x[i] - m;
     if (y > kMinExponent) sum += static_cast<double>(ExpNonPositive(y));
   }
-  for (double lane : lanes) sum += lane;
   return sum;
 }
 
