@@ -184,6 +184,50 @@ TEST_F(ServerTest, ConcurrentRequestsEachProduceTheirReferenceIds) {
   EXPECT_GE(stats.num_generated_tokens, num_expected);
 }
 
+// stream = false: one chunk per sample right before its finish, with every id and its logprobs.
+TEST_F(ServerTest, NonStreamingSendsOneChunkPerSampleWithLogprobs) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  proto::GenerateRequest r = IdsRequest({3, 1, 4, 1, 5}, 10);
+  r.stream = false;
+  r.ignore_eos = true;
+  r.n = 2;
+  r.sampling.num_logprobs = 2;
+  auto id = client->Start(r);
+  ASSERT_TRUE(id.ok());
+  std::map<uint32_t, int> num_chunks;
+  std::map<uint32_t, proto::TokenChunk> chunk_of;
+  int num_finished = 0;
+  while (num_finished < 2) {
+    auto m = client->Receive(kWait);
+    ASSERT_TRUE(m.ok());
+    ASSERT_EQ(m->request_id, *id);
+    if (m->kind == proto::ServerMessageKind::kChunk) {
+      ++num_chunks[m->chunk.sample_index];
+      chunk_of[m->chunk.sample_index] = m->chunk;
+    } else {
+      ASSERT_EQ(m->kind, proto::ServerMessageKind::kFinish);
+      EXPECT_EQ(num_chunks[m->finish.sample_index], 1) << "the chunk comes before the finish";
+      ++num_finished;
+    }
+  }
+  std::vector<int32_t> tokens = r.prompt_ids, expected;
+  for (int i = 0; i < 10; ++i) {
+    expected.push_back(testing::FakeNextToken(tokens, {}, i, kVocab));
+    tokens.push_back(expected.back());
+  }
+  for (uint32_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(num_chunks[s], 1);
+    EXPECT_EQ(chunk_of[s].token_ids, expected);
+    ASSERT_EQ(chunk_of[s].logprobs.size(), 10u);
+    EXPECT_FLOAT_EQ(chunk_of[s].logprobs[3].logprob, -0.5f);
+    ASSERT_EQ(chunk_of[s].logprobs[3].top.size(), 2u);
+    EXPECT_EQ(chunk_of[s].logprobs[3].top[1].token_id, 1);
+  }
+}
+
 // Cancelling half of the requests mid-stream: they end with reason cancelled, the others with
 // their reference ids, and no KV block stays in use.
 TEST_F(ServerTest, CancelHalfMidStreamLeaksNoBlocks) {
