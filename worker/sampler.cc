@@ -123,6 +123,7 @@ struct Row {
   std::vector<float> processed;  // [V_shard] storage behind x, when it is not raw
 
   // Round 1.
+  Candidate local_best;     // this rank's processed argmax
   bool is_bad = false;      // a NaN or +inf raw logit on some rank
   float raw_max = kNegInf;  // global
   Candidate best;           // global processed argmax
@@ -170,7 +171,7 @@ void PrepareRow(Row& row, const float* raw, int64_t vocab_begin, int64_t vocab_s
 }
 
 // Round 1 payload of one row: [raw max, bad flag, processed argmax, top-k, top-logprobs].
-void PackRound1(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
+void PackRound1(Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
   // Plain loops the compiler vectorises: this runs over every logit of every row.
   float raw_max = kNegInf;
   bool is_bad = false;
@@ -188,6 +189,7 @@ void PackRound1(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatP
       break;
     }
   }
+  row.local_best = best;
   packer.PushFloat(is_bad ? 0.0f : raw_max);
   packer.PushFloat(is_bad ? 1.0f : 0.0f);
   PushCandidate(packer, best);
@@ -274,8 +276,7 @@ void PackRound2(const Row& row, int64_t vocab_begin, int64_t vocab_shard, FloatP
   const SamplingParams& p = *row.params;
   Draw draw;
   // Start from the local maximum so that most tokens are excluded cheaply.
-  const Candidate local_best = LocalTop(row.x, row.raw, vocab_begin, vocab_shard, 1)[0];
-  if (local_best.id >= 0 && survives(local_best.value)) draw.Offer(local_best, p.seed, row.plan->sample_index);
+  if (row.local_best.id >= 0 && survives(row.local_best.value)) draw.Offer(row.local_best, p.seed, row.plan->sample_index);
   // Blocks of tokens: their random bits in one vectorised call, then the cheap bounds, and the
   // logarithms only for the few tokens that could still win.
   constexpr int kBlock = 64;
