@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "common/json.h"
 #include "model/gguf_writer.h"
@@ -167,6 +168,80 @@ JsonValue HfConfigJson(const SyntheticModelOptions& o) {
   j.Set("eos_token_id", JsonValue::Int(2));
   const DType t = HfType(o.type);
   j.Set("torch_dtype", JsonValue::String(t == DType::kF32 ? "float32" : t == DType::kF16 ? "float16" : "bfloat16"));
+  return j;
+}
+
+// A Llama-2-style tokenizer.json for the synthetic vocabulary: SentencePiece-style BPE with byte
+// fallback, one merge per multi-symbol piece in vocabulary order (so merge ranks order the pieces
+// as the GGUF scores do), the last character split off.
+JsonValue HfTokenizerJson(const SyntheticVocab& v) {
+  const std::string kSpace = "\xE2\x96\x81";
+  auto object = [](std::initializer_list<std::pair<const char*, JsonValue>> fields) {
+    JsonValue o = JsonValue::Object();
+    for (const auto& [k, val] : fields) o.Set(k, val);
+    return o;
+  };
+  auto replace = [&](const std::string& from, const std::string& to) {
+    return object({{"type", JsonValue::String("Replace")},
+                   {"pattern", object({{"String", JsonValue::String(from)}})},
+                   {"content", JsonValue::String(to)}});
+  };
+  JsonValue added = JsonValue::Array();
+  for (int id = 0; id < 3; ++id) {
+    added.Append(object({{"id", JsonValue::Int(id)}, {"content", JsonValue::String(v.tokens[id])},
+                         {"single_word", JsonValue::Bool(false)}, {"lstrip", JsonValue::Bool(false)},
+                         {"rstrip", JsonValue::Bool(false)}, {"normalized", JsonValue::Bool(false)},
+                         {"special", JsonValue::Bool(true)}}));
+  }
+  JsonValue normalizers = JsonValue::Array();
+  normalizers.Append(object({{"type", JsonValue::String("Prepend")}, {"prepend", JsonValue::String(kSpace)}}));
+  normalizers.Append(replace(" ", kSpace));
+  JsonValue decoders = JsonValue::Array();
+  decoders.Append(replace(kSpace, " "));
+  decoders.Append(object({{"type", JsonValue::String("ByteFallback")}}));
+  decoders.Append(object({{"type", JsonValue::String("Fuse")}}));
+  decoders.Append(object({{"type", JsonValue::String("Strip")}, {"content", JsonValue::String(" ")},
+                          {"start", JsonValue::Int(1)}, {"stop", JsonValue::Int(0)}}));
+  JsonValue vocab = JsonValue::Object();
+  std::set<std::string> known;
+  JsonValue merges = JsonValue::Array();
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    const std::string& piece = v.tokens[id];
+    vocab.Set(piece, JsonValue::Int(static_cast<int64_t>(id)));
+    known.insert(piece);
+    if (v.types[id] != 1 || piece.size() < 2 || piece == kSpace) continue;
+    const std::string left = piece.substr(0, piece.size() - 1), right = piece.substr(piece.size() - 1);
+    CHECK(known.count(left) && known.count(right)) << piece;
+    merges.Append(JsonValue::String(left + " " + right));
+  }
+  JsonValue model = object({{"type", JsonValue::String("BPE")}, {"dropout", JsonValue()},
+                            {"unk_token", JsonValue::String("<unk>")}, {"continuing_subword_prefix", JsonValue()},
+                            {"end_of_word_suffix", JsonValue()}, {"fuse_unk", JsonValue::Bool(true)},
+                            {"byte_fallback", JsonValue::Bool(true)}, {"ignore_merges", JsonValue::Bool(false)}});
+  model.Set("vocab", std::move(vocab));
+  model.Set("merges", std::move(merges));
+  JsonValue j = JsonValue::Object();
+  j.Set("version", JsonValue::String("1.0"));
+  j.Set("truncation", JsonValue());
+  j.Set("padding", JsonValue());
+  j.Set("added_tokens", std::move(added));
+  j.Set("normalizer", object({{"type", JsonValue::String("Sequence")}, {"normalizers", std::move(normalizers)}}));
+  j.Set("pre_tokenizer", JsonValue());
+  j.Set("post_processor", JsonValue());
+  j.Set("decoder", object({{"type", JsonValue::String("Sequence")}, {"decoders", std::move(decoders)}}));
+  j.Set("model", std::move(model));
+  return j;
+}
+
+JsonValue HfTokenizerConfigJson(const ModelConfig& c) {
+  JsonValue j = JsonValue::Object();
+  j.Set("tokenizer_class", JsonValue::String("LlamaTokenizer"));
+  j.Set("add_bos_token", JsonValue::Bool(true));
+  j.Set("add_eos_token", JsonValue::Bool(false));
+  j.Set("bos_token", JsonValue::String("<s>"));
+  j.Set("eos_token", JsonValue::String("</s>"));
+  j.Set("unk_token", JsonValue::String("<unk>"));
+  j.Set("model_max_length", JsonValue::Int(c.context_length));
   return j;
 }
 
@@ -389,6 +464,8 @@ Status WriteSyntheticHfDir(const SyntheticModelOptions& o, const std::string& di
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgument("cannot create directory " + dir + ": " + ec.message());
   RETURN_IF_ERROR(WriteFile(dir + "/config.json", HfConfigJson(o).Dump() + "\n"));
+  RETURN_IF_ERROR(WriteFile(dir + "/tokenizer.json", HfTokenizerJson(MakeSyntheticVocab(o.config.vocab_size)).Dump()));
+  RETURN_IF_ERROR(WriteFile(dir + "/tokenizer_config.json", HfTokenizerConfigJson(o.config).Dump() + "\n"));
 
   const std::vector<SynthTensor> tensors = SyntheticTensors(o.config);
   // Group tensors into shards by size.

@@ -48,7 +48,9 @@ SyntheticVocab MakeSyntheticVocab(int vocab_size);
 Status WriteSyntheticGguf(const SyntheticModelOptions& options, const std::string& path);
 
 // Writes DIR/config.json and DIR/model.safetensors (or model-0000K-of-0000N.safetensors shards plus
-// model.safetensors.index.json when max_shard_bytes is set), creating DIR if needed.
+// model.safetensors.index.json when max_shard_bytes is set), creating DIR if needed, plus a
+// Llama-2-style DIR/tokenizer.json (SentencePiece BPE with byte fallback; merge ranks follow the
+// GGUF scores, so both tokenize alike) and DIR/tokenizer_config.json.
 Status WriteSyntheticHfDir(const SyntheticModelOptions& options, const std::string& dir);
 
 // Exposed for tests. The float weights of row `row` of GGUF tensor `name` before any type

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "model/gguf_file.h"
 #include "model/model_file.h"
+#include "model/tokenizer.h"
 
 namespace tpserve {
 namespace {
@@ -199,6 +201,31 @@ TEST(SyntheticModelTest, RejectsShapesTheTypeCannotHold) {
   o.config.num_kv_heads = 2;  // does not divide 3 heads
   EXPECT_EQ(WriteSyntheticGguf(o, TempPath("bad.gguf")).code(), StatusCode::kInvalidArgument);
   std::remove(TempPath("bad.gguf").c_str());
+}
+
+// The HF directory's tokenizer.json and the GGUF's vocabulary describe the same tokenizer.
+TEST(SyntheticModelTest, HfTokenizerMatchesGgufTokenizer) {
+  SyntheticModelOptions o = AwkwardOptions(DType::kF32);
+  o.config.vocab_size = 2000;
+  o.config.num_layers = 1;
+  const std::string path = TempPath("tok.gguf"), dir = TempPath("tok_hf");
+  ASSERT_TRUE(WriteSyntheticGguf(o, path).ok());
+  ASSERT_TRUE(WriteSyntheticHfDir(o, dir).ok());
+  StatusOr<std::unique_ptr<GgufFile>> g = GgufFile::Open(path);
+  ASSERT_TRUE(g.ok());
+  StatusOr<std::unique_ptr<Tokenizer>> a = Tokenizer::FromGguf(**g);
+  StatusOr<std::unique_ptr<Tokenizer>> b = Tokenizer::FromHfDir(dir);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  for (const char* text : {"hello world", "the cat sat on the mat", "Zebra 42, ok?", " two  spaces",
+                           "caf\xC3\xA9 \xE2\x82\xAC" "5", "abcabcabc xyzzy"}) {
+    const std::vector<int32_t> ia = (*a)->Encode(text, true), ib = (*b)->Encode(text, true);
+    EXPECT_EQ(ia, ib) << text;
+    EXPECT_EQ((*a)->Decode(ia), (*b)->Decode(ib)) << text;
+    EXPECT_EQ((*a)->Decode((*a)->Encode(text, false)), text);
+  }
+  std::remove(path.c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SyntheticModelTest, HfRowPermutationMatchesLlamaCppConverter) {
