@@ -156,7 +156,7 @@ const std::string& Tokenizer::TokenPiece(int32_t id) const {
 }
 
 std::optional<int32_t> Tokenizer::TokenId(std::string_view piece) const {
-  auto it = piece_to_id_.find(std::string(piece));
+  auto it = piece_to_id_.find(piece);
   if (it == piece_to_id_.end()) return std::nullopt;
   return it->second;
 }

@@ -86,8 +86,14 @@ class Tokenizer {
   // The decoded bytes of a token that is not control/unknown/unused/user-defined.
   virtual std::string NormalTokenText(int32_t id) const = 0;
 
+  // Hashes std::string and std::string_view alike, so lookups by view allocate nothing.
+  struct PieceHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+
   TokenizerVocab vocab_;
-  std::unordered_map<std::string, int32_t> piece_to_id_;
+  std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>> piece_to_id_;
 
  private:
   // Fills token_text_ from TokenText's rules (called once the derived object exists).
