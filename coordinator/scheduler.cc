@@ -359,9 +359,9 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
   for (const InFlightSequence& planned : in_flight_plan_) {
     const SequenceResult* sampled = planned.needs_token ? &result.sequences[r++] : nullptr;
     auto it = live_.find(planned.seq_id);
-    if (it == live_.end()) continue;  // aborted while the step ran
+    // Aborted while the step ran (and perhaps its request id reused since): nothing to apply.
+    if (it == live_.end() || it->second->status != SequenceStatus::kRunning) continue;
     Sequence* seq = it->second.get();
-    CHECK(seq->status == SequenceStatus::kRunning) << "seq " << seq->seq_id;
     seq->num_computed += planned.num_tokens;
     block_manager_.MarkComputed(*seq);
     if (sampled == nullptr) {

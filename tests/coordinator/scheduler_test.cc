@@ -359,6 +359,22 @@ TEST(SchedulerTest, AbortFreesEverything) {
   EXPECT_GT(h.scheduler().Stats().blocks.num_cached, 0);  // full computed blocks stay cached
 }
 
+TEST(SchedulerTest, RequestIdReusedWhileAStepRunsIsNotConfused) {
+  Harness h(Config(64), 64);
+  h.Add(Request(1, Iota(5, 0), 3));
+  StepPlan plan = h.scheduler().Schedule();
+  ASSERT_TRUE(h.scheduler().AbortRequest(1).ok());
+  ASSERT_TRUE(h.scheduler().Add(Request(1, Iota(6, 50), 2)).ok());
+  auto events = h.scheduler().Postprocess(plan, h.worker().Execute(plan));
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->empty());
+  const Sequence* seq = h.scheduler().FindSequence(S(1));
+  ASSERT_NE(seq, nullptr);
+  EXPECT_EQ(seq->status, SequenceStatus::kWaiting);
+  EXPECT_EQ(seq->num_computed, 0);
+  EXPECT_TRUE(seq->output_ids.empty());
+}
+
 TEST(SchedulerTest, StopConditions) {
   Harness h(Config(64), 64);
   const int32_t kEos = 999;
