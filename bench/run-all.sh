@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark of the project on this machine, in one run (~15 minutes on 2 cores).
+#  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick)
+#  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
+#     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), batch 1 and 32
+#  3. all-reduce: tpserve-bench-allreduce under mpirun -np 2
+#  4. peer: llama.cpp's llama-bench on the same files and thread count
+#  5. bench/results/summary.md + calibration.json (bench/summarize.py), the roofline PNG
+#     (bench/roofline.py), bench/README.md's table, and the H200 projection (bench/scaling_model.py)
+# Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run, BENCH_TMP (default /tmp/tpserve-bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${BUILD:-build}
+results=bench/results
+tmp=${BENCH_TMP:-/tmp/tpserve-bench}
+quick=${BENCH_QUICK:-0}
+mkdir -p "$results" "$tmp"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+threads=$(nproc)
+start=$(date +%s)
+
+need() {
+  for t in "$@"; do
+    if [ ! -x "$build/bench/$t" ] && [ ! -x "$build/model/$t" ]; then
+      cmake --build "$build" --target "$t" -j "$threads"
+    fi
+  done
+}
+need tpserve-bench-stream tpserve-bench-kernels tpserve-bench-engine tpserve-bench-allreduce tpserve-mkmodel
+mkmodel=$build/model/tpserve-mkmodel
+engine=$build/bench/tpserve-bench-engine
+
+step() { echo; echo "=== $* ($(($(date +%s) - start)) s)"; }
+
+step "machine"
+lscpu | grep -E "Model name|^CPU\(s\)|Thread\(s\) per core|L3" | tee "$results/machine.txt"
+
+step "STREAM"
+"$build/bench/tpserve-bench-stream" | tee "$results/stream.txt"
+
+step "kernels (--quick)"
+"$build/bench/tpserve-bench-kernels" --quick --shape small | tee "$results/kernels.txt"
+
+step "synthetic models"
+smollm=models/SmolLM2-135M-Instruct.Q4_1.gguf
+declare -A files=([smollm2-q4_1]=$smollm)
+for spec in "synth135m-f32 smollm2-135m f32" "synth135m-q8_0 smollm2-135m q8_0" "synth1b-q8_0 llama-1b q8_0"; do
+  read -r name preset type <<<"$spec"
+  if [ "$quick" = 1 ] && [ "$name" = synth1b-q8_0 ]; then continue; fi
+  out=$tmp/$name.gguf
+  [ -s "$out" ] || "$mkmodel" --preset "$preset" --type "$type" --seed 1 --out "$out"
+  files[$name]=$out
+done
+
+step "engine"
+steps=16
+[ "$quick" = 1 ] && steps=4
+rm -f "$results"/engine_*.json
+for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
+  file=${files[$name]:-}
+  [ -n "$file" ] || continue
+  prompt=512
+  [ "$name" = synth1b-q8_0 ] && prompt=128  # 1.2 TFLOP for pp512 on 2 cores would be half a minute per rep
+  [ "$quick" = 1 ] && prompt=64
+  tps="1 2 4"
+  [ "$name" = synth135m-f32 ] && tps="1 2"
+  [ "$quick" = 1 ] && tps="1 2"
+  for tp in $tps; do
+    label="TP$tp"
+    [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
+    step "engine $name $label"
+    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches 1,32 --prompt "$prompt" \
+      --decode-steps "$steps" --json "$results/engine_${name}_tp$tp.json" ||
+      echo "engine $name TP$tp failed (continuing)"
+  done
+done
+
+step "all-reduce (mpirun -np 2)"
+mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np 2 \
+  "$build/bench/tpserve-bench-allreduce" --max-bytes $((16 << 20)) | tee "$results/allreduce_np2.txt" ||
+  echo "allreduce bench failed (continuing)"
+
+step "llama.cpp peer"
+llama_bench=third_party/llama.cpp/build/bin/llama-bench
+if [ ! -x "$llama_bench" ]; then bench/peers/build-llama-cpp.sh || true; fi
+rm -f "$results"/llamacpp_*.json
+if [ -x "$llama_bench" ]; then
+  for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
+    file=${files[$name]:-}
+    [ -n "$file" ] || continue
+    p=512; n=32; reps=2
+    [ "$name" = synth1b-q8_0 ] && p=128 && n=16
+    [ "$quick" = 1 ] && p=64 && n=8 && reps=1
+    "$llama_bench" -m "$file" -t "$threads" -p "$p" -n "$n" -r "$reps" -o json >"$results/llamacpp_$name.json" \
+      2>"$tmp/llamacpp_$name.err" || { echo "llama-bench failed on $name:"; tail -3 "$tmp/llamacpp_$name.err"; rm -f "$results/llamacpp_$name.json"; }
+  done
+else
+  echo "llama-bench not available: no peer figures"
+fi
+
+step "summary, calibration, roofline"
+python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
+python3 bench/summarize.py
+python3 bench/roofline.py
+python3 bench/scaling_model.py | tee "$results/scaling_model.txt"
+step "done"
+cat "$results/summary.md"

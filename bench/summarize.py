@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Summary of one `make bench` run: bench/results/summary.md and bench/results/calibration.json.
+
+Reads bench/results/engine_<model>_tp<N>.json (tpserve-bench-engine), llamacpp_<model>.json
+(llama-bench -o json) and kernels.txt (the F32 FMA peak). Every figure is printed beside its bound
+or peer measured in the same run, with the ratio.
+calibration.json (read by bench/scaling_model.py):
+  bw_fraction      = decode tok/s at batch 1, TP 1 ÷ (STREAM triad ÷ bytes per token), on SmolLM2 Q4_1
+  compute_fraction = prefill GFLOP/s at TP 1 ÷ the measured F32 FMA peak (register-only loop), same model
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+MODELS = ["smollm2-q4_1", "synth135m-q8_0", "synth135m-f32", "synth1b-q8_0"]
+CAL_MODEL = "smollm2-q4_1"
+
+
+def load_engine():
+    runs = {}
+    for path in glob.glob(os.path.join(RESULTS, "engine_*_tp*.json")):
+        m = re.match(r"engine_(.+)_tp(\d+)\.json", os.path.basename(path))
+        with open(path) as f:
+            runs[(m.group(1), int(m.group(2)))] = json.load(f)
+    return runs
+
+
+def load_llamacpp():
+    """model -> {"pp": tok/s, "tg": tok/s, "threads": n}"""
+    peers = {}
+    for path in glob.glob(os.path.join(RESULTS, "llamacpp_*.json")):
+        name = os.path.basename(path)[len("llamacpp_"):-len(".json")]
+        try:
+            with open(path) as f:
+                rows = json.load(f)
+        except (OSError, ValueError):
+            continue
+        entry = {}
+        for r in rows:
+            key = "pp" if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0 else "tg"
+            entry[key] = r["avg_ts"]
+            entry[key + "_tokens"] = r["n_prompt"] if key == "pp" else r["n_gen"]
+            entry["threads"] = r.get("n_threads")
+        peers[name] = entry
+    return peers
+
+
+def fma_peak():
+    try:
+        with open(os.path.join(RESULTS, "kernels.txt")) as f:
+            m = re.search(r"F32 FMA peak ([\d.]+) GFLOP/s", f.read())
+            return float(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def decode(run, batch):
+    for d in run["decode"]:
+        if d["batch"] == batch:
+            return d
+    return None
+
+
+def main():
+    runs = load_engine()
+    if not runs:
+        print("no engine results in", RESULTS)
+        return 1
+    peers = load_llamacpp()
+    peak = fma_peak()
+    out = []
+    any_run = next(iter(runs.values()))
+    out.append(f"Limits measured in the engine runs: STREAM triad {any_run['triad_gbs']:.2f} GB/s, "
+               f"project MatMul peak {any_run['matmul_peak_gflops']:.1f} GFLOP/s"
+               + (f", F32 FMA peak {peak:.1f} GFLOP/s (kernels bench)" if peak else "") + ".\n")
+
+    out.append("### Single rank (TP 1): tokens/s beside the machine's bound and llama.cpp\n")
+    out.append("| model | weights MB | prefill tok/s (bound, %) | decode B=1 tok/s (bound, %) | decode B=32 tok/s (bound, %) "
+               "| llama.cpp pp / tg tok/s | ours ÷ llama.cpp pp / tg |")
+    out.append("|---|---|---|---|---|---|---|")
+    for model in MODELS:
+        run = runs.get((model, 1))
+        if not run:
+            continue
+        p = run["prefill"]
+        d1, d32 = decode(run, 1), decode(run, 32)
+        cell = lambda d: f"{d['tok_s']:.1f} ({d['bound_tok_s']:.1f}, {100 * d['fraction']:.0f}%)" if d else "-"
+        peer = peers.get(model, {})
+        peer_cell = ratio_cell = "-"
+        if "pp" in peer and "tg" in peer:
+            peer_cell = f"pp{peer['pp_tokens']} {peer['pp']:.1f} / tg{peer['tg_tokens']} {peer['tg']:.1f}"
+            ratio_cell = f"{p['tok_s'] / peer['pp']:.2f}x / {d1['tok_s'] / peer['tg']:.2f}x" if d1 else "-"
+        out.append(f"| {model} | {run['weight_bytes'] / 1e6:.0f} | pp{p['tokens']} {p['tok_s']:.1f} "
+                   f"({p['bound_tok_s']:.1f}, {100 * p['fraction']:.0f}%) | {cell(d1)} | {cell(d32)} | {peer_cell} | {ratio_cell} |")
+    out.append("")
+    out.append("Bounds: decode = triad GB/s ÷ (weight bytes + KV bytes read per step) × batch; prefill = MatMul peak ÷ "
+               "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.\n")
+
+    out.append("### Tensor parallelism: decode scaling (same host; ranks share its cores and memory bandwidth)\n")
+    out.append("| model | TP | batch | tok/s | speedup vs TP1 | efficiency (speedup ÷ TP) | tok/s per rank "
+               "| step ms | all-reduce ms (share) | % of bound |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for model in MODELS:
+        base = runs.get((model, 1))
+        for tp in sorted(t for (m, t) in runs if m == model):
+            run = runs[(model, tp)]
+            for d in run["decode"]:
+                b = decode(base, d["batch"]) if base else None
+                speedup = d["tok_s"] / b["tok_s"] if b else float("nan")
+                out.append(f"| {model} | {run['tp_label']} | {d['batch']} | {d['tok_s']:.1f} | {speedup:.2f} | "
+                           f"{speedup / tp:.2f} | {d['tok_s'] / tp:.1f} | {d['step_ms']:.1f} | "
+                           f"{d['allreduce_ms']:.2f} ({100 * d['allreduce_share']:.0f}%) | {100 * d['fraction']:.0f}% |")
+    out.append("")
+
+    cal_run = runs.get((CAL_MODEL, 1)) or runs.get(sorted(runs)[0])
+    d1 = decode(cal_run, 1) or cal_run["decode"][0]
+    cal = {
+        "bw_fraction": round(d1["fraction"], 4),
+        "compute_fraction": round(cal_run["prefill"]["gflops"] / (peak or cal_run["matmul_peak_gflops"]), 4),
+        "compute_fraction_of_matmul_peak": round(cal_run["prefill"]["gflops"] / cal_run["matmul_peak_gflops"], 4),
+        "measured_on": os.path.basename(cal_run["model"]),
+        "triad_gbs": cal_run["triad_gbs"],
+        "fma_peak_gflops": peak,
+        "matmul_peak_gflops": cal_run["matmul_peak_gflops"],
+    }
+    with open(os.path.join(RESULTS, "calibration.json"), "w") as f:
+        json.dump(cal, f, indent=1)
+    out.append(f"Calibration (bench/results/calibration.json, read by scaling_model.py): bandwidth fraction "
+               f"{cal['bw_fraction']:.2f}, compute fraction {cal['compute_fraction']:.2f} (of the "
+               f"{'FMA' if peak else 'MatMul'} peak), measured on {cal['measured_on']}.")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(RESULTS, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+    write_readme(text)
+    return 0
+
+
+README_HEAD = """# tpserve benchmarks
+
+`make bench` (bench/run-all.sh, ~15 minutes on 2 cores) builds the benchmarks, writes synthetic models
+with tpserve-mkmodel, runs everything below and regenerates this page, `results/summary.md`,
+`results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a short smoke run.
+
+| program | measures | compared with |
+|---|---|---|
+| tpserve-bench-stream | STREAM copy/scale/add/triad GB/s | - (it is the bandwidth ceiling) |
+| tpserve-bench-kernels | MatMul per weight type, decode GB/s and prefill GFLOP/s | triad, F32 FMA peak |
+| tpserve-bench-engine | the real ModelExecutor: prefill pp512, decode at batch 1 and 32, TP 1/2/4, compute vs all-reduce | triad ÷ bytes per token, MatMul peak ÷ FLOPs per token, llama.cpp |
+| tpserve-bench-allreduce | MPI all-reduce latency, algbw, busbw | memcpy bandwidth |
+| llama-bench (llama.cpp, peer) | pp / tg tokens/s on the same GGUF and threads | ours |
+
+The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
+numbers are noisy; ratios are always measured within the same run.
+"""
+
+
+def write_readme(summary):
+    machine = ""
+    try:
+        with open(os.path.join(RESULTS, "machine.txt")) as f:
+            machine = "".join("    " + line for line in f)
+    except OSError:
+        pass
+    with open(os.path.join(HERE, "README.md"), "w") as f:
+        f.write(README_HEAD)
+        f.write("\n## Latest results\n\nMachine (lscpu):\n\n" + machine + "\n")
+        f.write(summary)
+        f.write("\n![roofline](results/roofline.png)\n")
+        f.write("\nAll-reduce: results/allreduce_np2.txt; kernels: results/kernels.txt; STREAM: results/stream.txt; "
+                "H200 projection from this calibration: results/scaling_model.txt.\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
