@@ -4,7 +4,7 @@
 //   1. maxima: the raw max (for the log-sum-exp), the processed argmax (greedy rows; the m of
 //      min-p and top-p), local top-k and top-logprob candidates. Greedy and top-k rows are now
 //      decided: every rank holds a superset of their allowed set and can draw Gumbels for any id.
-//   2. sums: the raw weight sum (log-sum-exp); for the other sampling rows either the local
+//   2. sums: the raw sum of exp(x - max) (log-sum-exp, double); for the other sampling rows either the local
 //      Gumbel winner (no top-p) or the local weight sum of the tokens left after min-p (top-p).
 //   3. (top-p rows without top-k only) how many local nucleus candidates each rank has;
 //   4. those candidates. Any token of the global nucleus is in its rank's local nucleus, because

@@ -1,4 +1,4 @@
-// The fixed-point probability weights of nucleus (top-p) sampling and of the log-sum-exp.
+// The fixed-point probability weights of nucleus (top-p) sampling.
 // A token's weight relative to the row maximum m is q = floor(exp(x - m) * 2^64), an integer, so a
 // sum of weights is exact and the same in any order: the same whichever rank holds which token,
 // which is what makes the distributed nucleus equal the gathered one bit for bit.
