@@ -228,6 +228,77 @@ TEST_F(ServerTest, NonStreamingSendsOneChunkPerSampleWithLogprobs) {
   }
 }
 
+// Two groups (data-parallel replicas): requests spread over both, each still exact.
+TEST_F(ServerTest, RequestsSpreadOverSeveralGroups) {
+  StartServer();
+  FakeWorkerGroup& first = AddGroup();
+  FakeWorkerGroup& second = AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 2);
+  std::mt19937 rng(11);
+  std::map<uint64_t, proto::GenerateRequest> requests;
+  for (int i = 0; i < 16; ++i) {
+    proto::GenerateRequest r = IdsRequest(RandomPrompt(rng, 8), 12);
+    r.ignore_eos = true;
+    auto id = client->Start(r);
+    ASSERT_TRUE(id.ok());
+    requests[*id] = r;
+  }
+  std::map<uint64_t, std::vector<int32_t>> ids;
+  size_t num_finished = 0;
+  while (num_finished < requests.size()) {
+    auto m = client->Receive(kWait);
+    ASSERT_TRUE(m.ok());
+    ASSERT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+    if (m->kind == proto::ServerMessageKind::kChunk) {
+      ids[m->request_id].insert(ids[m->request_id].end(), m->chunk.token_ids.begin(), m->chunk.token_ids.end());
+    }
+    num_finished += m->kind == proto::ServerMessageKind::kFinish;
+  }
+  for (const auto& [id, r] : requests) {
+    std::vector<int32_t> tokens = r.prompt_ids, expected;
+    for (int i = 0; i < 12; ++i) {
+      expected.push_back(testing::FakeNextToken(tokens, {}, i, kVocab));
+      tokens.push_back(expected.back());
+    }
+    EXPECT_EQ(ids[id], expected);
+  }
+  EXPECT_GT(first.num_steps(), 0);
+  EXPECT_GT(second.num_steps(), 0);
+}
+
+TEST_F(ServerTest, ApiKeysAreChecked) {
+  ServerOptions options;
+  options.api_keys = {"s3cret"};
+  StartServer(options);
+  AddGroup();
+  auto anonymous = NewClient();
+  EXPECT_EQ(anonymous->Health().status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(anonymous->Generate(IdsRequest({1}, 2)).status().code(), StatusCode::kUnauthenticated);
+  ClientOptions client_options;
+  client_options.server = server_->client_endpoint();
+  client_options.api_key = "s3cret";
+  client_options.timeout = kWait;
+  auto client = Client::Connect(client_options);
+  ASSERT_TRUE(client.ok());
+  WaitForGroups(**client, 1);
+  EXPECT_TRUE((*client)->Generate(IdsRequest({1}, 2)).ok());
+}
+
+TEST_F(ServerTest, AdmissionBeyondTheLimitIsOverloaded) {
+  ServerOptions options;
+  options.max_live_requests = 2;
+  StartServer(options);
+  FakeWorkerGroup& group = AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  group.Freeze();  // nothing finishes: the first two stay live
+  proto::GenerateRequest r = IdsRequest({1, 2}, 5);
+  ASSERT_TRUE(client->Start(r).ok());
+  ASSERT_TRUE(client->Start(r).ok());
+  EXPECT_EQ(client->Generate(r).status().code(), StatusCode::kResourceExhausted);
+}
+
 // Cancelling half of the requests mid-stream: they end with reason cancelled, the others with
 // their reference ids, and no KV block stays in use.
 TEST_F(ServerTest, CancelHalfMidStreamLeaksNoBlocks) {
