@@ -1,0 +1,39 @@
+// Runner: drives one benchmark through a Client, many requests on one connection, and records
+// what the client saw of each (RequestRecord). Single-threaded: sends when the load shape says so,
+// otherwise waits in Client::Receive, so time stamps are taken as messages arrive.
+//
+// Modes:
+//  - kClosed: keep `concurrency` requests in flight; a new one starts as soon as one ends.
+//  - kStatic: static batching emulated client-side: send `concurrency` requests, wait for all of
+//    them, then the next batch (the same requests and total work as kClosed).
+//  - kOpen: send request i at arrival_s[i] (seconds after the start) whatever is in flight.
+// Every request is sent as token ids with max_tokens = output_len and ignore_eos (exact lengths),
+// greedy, streamed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bench/loadgen/dataset.h"
+#include "bench/loadgen/metrics.h"
+#include "client/client.h"
+#include "common/status.h"
+
+namespace tpserve::loadgen {
+
+enum class LoadMode { kClosed, kStatic, kOpen };
+
+struct RunOptions {
+  LoadMode mode = LoadMode::kClosed;
+  int32_t concurrency = 1;         // kClosed, kStatic
+  std::vector<double> arrival_s;   // kOpen: [num_requests], non-decreasing
+  double max_duration_s = 600;     // past it, in-flight requests are cancelled and count as failed
+  int64_t progress_every = 10;     // progress line period when stderr is not a terminal
+};
+
+// One record per request, in dataset order. An error of the connection itself (not of a request)
+// ends the run with that Status.
+StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<BenchRequest>& requests,
+                                             const RunOptions& options);
+
+}  // namespace tpserve::loadgen
