@@ -36,7 +36,8 @@ struct SequencePlan {
   bool needs_token = false;          // sample (or return logits) after the last of token_ids
   SamplingParams sampling;
   // Counter of the generator: the index of the token being sampled within its sequence's output,
-  // so the draw depends on (seed, seq_id, sample_index) alone, never on the batch.
+  // so the draw depends on (sampling.seed, sample_index, token id) alone, never on the batch. The
+  // samples of one request carry distinct seeds (the coordinator derives them).
   uint32_t sample_index = 0;
   // Tokens the penalties look at (prompt + generated so far). Empty unless has_penalties().
   std::vector<int32_t> penalty_tokens;

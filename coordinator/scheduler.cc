@@ -117,6 +117,7 @@ Status Scheduler::Add(ScheduleRequest request) {
     seq->sample_index = i;
     seq->prompt_ids = request.prompt_ids;
     seq->sampling = request.sampling;
+    seq->sampling.seed = SampleSeed(request.sampling.seed, i);
     seq->stopping = request.stopping;
     seq->priority = request.priority;
     seq->arrival_order = arrival;

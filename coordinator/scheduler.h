@@ -11,7 +11,7 @@
 //      (priority,) arrival order; when KV blocks run out, the lowest-priority / latest-arrived
 //      running sequence not yet scheduled this step is preempted by recompute (blocks freed, back
 //      to waiting with its output kept; it later re-prefills prompt ++ output and continues with
-//      the very same tokens, since sampling depends on (seed, seq_id, sample_index) only);
+//      the very same tokens, since sampling depends on (seed, sample_index, token id) only, and each sample has its own seed (SampleSeed));
 //   2. running sequences part-way through their prefill, next chunk each;
 //   3. waiting sequences in FCFS (or priority) order, chunked to what is left of the budget,
 //      while blocks and max_num_seqs allow (none when step 1-2 had to preempt).

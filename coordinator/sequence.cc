@@ -48,4 +48,13 @@ double Sequence::tpot_s() const {
   return (last_token_time_s - first_token_time_s) / (num_output_tokens() - 1);
 }
 
+uint64_t SampleSeed(uint64_t request_seed, int32_t sample_index) {
+  if (sample_index == 0) return request_seed;
+  // splitmix64 finaliser over (seed, index): distinct, well-mixed seeds per sample.
+  uint64_t z = request_seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(sample_index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 }  // namespace tpserve

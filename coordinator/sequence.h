@@ -45,6 +45,11 @@ inline uint64_t SequenceIdOf(uint64_t request_id, int32_t sample_index) {
   return request_id * kMaxSamplesPerRequest + static_cast<uint64_t>(sample_index);
 }
 
+// The sampling seed of sample `sample_index` of a request seeded with `request_seed`. The worker's
+// draws are a function of (seed, token index, token id) only, so the samples of one request need
+// distinct seeds; sample 0 keeps the request's seed, so n = 1 equals tpserve-run with that seed.
+uint64_t SampleSeed(uint64_t request_seed, int32_t sample_index);
+
 struct Sequence {
   // Identity and request settings (fixed at Add).
   uint64_t seq_id = 0;

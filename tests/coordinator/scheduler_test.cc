@@ -264,7 +264,9 @@ TEST(SchedulerTest, SamplesForkAndCopyOnWrite) {
   SchedulerConfig config = Config(64);
   config.enable_prefix_caching = true;
   Harness h(config, 64);
-  h.Add(Request(1, Iota(6, 10), 3, /*n=*/2));
+  ScheduleRequest request = Request(1, Iota(6, 10), 3, /*n=*/2);
+  request.sampling.seed = 7;
+  h.Add(request);
   const uint64_t s0 = S(1, 0), s1 = S(1, 1);
   // Sample 0 prefills up to the last prompt token; sample 1 waits for the fork.
   StepPlan p1 = h.Step();
@@ -291,6 +293,9 @@ TEST(SchedulerTest, SamplesForkAndCopyOnWrite) {
   EXPECT_EQ(p2.sequences[1].block_table, (std::vector<int32_t>{0, 1}));
   h.RunToCompletion();
   EXPECT_NE(h.outputs()[s0], h.outputs()[s1]);  // the fake worker seeds by seq id
+  // The real worker draws from (seed, token index) alone: the samples must carry distinct seeds.
+  EXPECT_EQ(p2.sequences[0].sampling.seed, 7u);
+  EXPECT_NE(p2.sequences[1].sampling.seed, 7u);
   h.ExpectReferenceOutputs();
   h.ExpectNoLeaks();
 }
