@@ -167,10 +167,12 @@ TEST_F(ServerTest, ConcurrentRequestsEachProduceTheirReferenceIds) {
   }
   for (const auto& [id, r] : requests) {
     for (uint32_t s = 0; s < r.n; ++s) {
-      std::vector<int32_t> expected;
-      // Sample s of the request: the fake mixes sample_index (= output position) and the seed;
-      // samples differ through seq-independent inputs only, so each equals the reference.
-      expected = FakeReference(r.prompt_ids, r.sampling, static_cast<int32_t>(r.max_tokens), kEos, kVocab);
+      // Sample s draws with its own seed (SampleSeed; sample 0 keeps the request's), so seeded
+      // samples differ and greedy ones agree.
+      SamplingParams sampling = r.sampling;
+      sampling.seed = SampleSeed(r.sampling.seed, static_cast<int32_t>(s));
+      std::vector<int32_t> expected =
+          FakeReference(r.prompt_ids, sampling, static_cast<int32_t>(r.max_tokens), kEos, kVocab);
       EXPECT_EQ((ids[{id, s}]), expected) << "request " << id << " sample " << s;
       const proto::Finish& f = finishes[std::make_pair(id, s)];
       EXPECT_EQ(f.reason, expected.back() == kEos ? proto::FinishReason::kStop : proto::FinishReason::kLength);
