@@ -4,8 +4,10 @@
 //       (--concurrency C [--static-batch] | --request-rate R [--burstiness B])
 //       [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]
 //       [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]
-//       [--label X] [--max-duration-s S] [--progress-every N]
+//       [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]
 //
+// --token-salt changes the prompts' token ids but not their lengths (same shape, no prefix-cache
+// hits on an earlier run's prompts).
 // Closed loop (--concurrency) or open loop (--request-rate: Poisson, or gamma with --burstiness).
 // Prints the vLLM-style result table on stdout, progress on stderr, and writes JSON with --json.
 // Only loopback servers (tcp://127.x.x.x, localhost, [::1]) are accepted: this tool floods its
@@ -42,7 +44,7 @@ const char kUsage[] =
     "         (--concurrency C [--static-batch] | --request-rate R [--burstiness B])\n"
     "         [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]\n"
     "         [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]\n"
-    "         [--label X] [--max-duration-s S] [--progress-every N]\n";
+    "         [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]\n";
 
 bool IsLoopback(const std::string& endpoint) {
   const std::string prefix = "tcp://";
@@ -137,6 +139,9 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--seed") {
       ASSIGN_OR_RETURN(int64_t x, need_int(0, int64_t{1} << 53));
       f.data.seed = static_cast<uint64_t>(x);
+    } else if (arg == "--token-salt") {
+      ASSIGN_OR_RETURN(int64_t x, need_int(0, int64_t{1} << 53));
+      f.data.token_salt = static_cast<uint64_t>(x);
     } else if (arg == "--goodput") {
       ASSIGN_OR_RETURN(f.run.goodput, ParseGoodput(v));
     } else if (arg == "--json") {

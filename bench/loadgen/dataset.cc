@@ -36,9 +36,10 @@ StatusOr<std::vector<BenchRequest>> MakeDataset(const DatasetOptions& o) {
     return InvalidArgument("shared prefix does not fit the model's context length");
   }
   std::mt19937_64 rng(o.seed);
+  std::mt19937_64 token_rng(o.seed * 0x9E3779B97F4A7C15ull + o.token_salt * 0xD1B54A32D192ED03ull + 1);
   std::uniform_int_distribution<int32_t> token(kFirstPlainToken, o.vocab_size - 1);
   std::vector<int32_t> prefix(o.shared_prefix_len);  // [P]
-  for (int32_t& t : prefix) t = token(rng);
+  for (int32_t& t : prefix) t = token(token_rng);
 
   std::vector<BenchRequest> requests(o.num_requests);
   for (BenchRequest& r : requests) {
@@ -65,7 +66,7 @@ StatusOr<std::vector<BenchRequest>> MakeDataset(const DatasetOptions& o) {
     }
     r.prompt_ids = prefix;
     r.prompt_ids.reserve(prefix.size() + in);
-    for (int32_t i = 0; i < in; ++i) r.prompt_ids.push_back(token(rng));
+    for (int32_t i = 0; i < in; ++i) r.prompt_ids.push_back(token(token_rng));
     r.output_len = out;
   }
   return requests;

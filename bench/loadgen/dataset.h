@@ -38,7 +38,9 @@ struct DatasetOptions {
   int32_t shared_prefix_len = 0;
   int32_t vocab_size = 0;     // REQUIRES > kFirstPlainToken
   int32_t max_model_len = 0;  // prompt + output is clamped to this (0: no bound)
-  uint64_t seed = 0;
+  uint64_t seed = 0;       // lengths
+  uint64_t token_salt = 0;  // changes the token ids (prefix included) but not the lengths, so two runs
+                            // of the same shape do not hit each other's prefix cache
 };
 
 struct BenchRequest {

@@ -84,6 +84,15 @@ TEST(DatasetTest, RandomLengthsAndSeeding) {
   auto other = MakeDataset(o);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(other->front().prompt_ids, d->front().prompt_ids);
+  o.seed = 7;
+  o.token_salt = 3;  // other token ids, the same lengths
+  auto salted = MakeDataset(o);
+  ASSERT_TRUE(salted.ok());
+  for (size_t i = 0; i < d->size(); ++i) {
+    EXPECT_EQ((*salted)[i].prompt_ids.size(), (*d)[i].prompt_ids.size());
+    EXPECT_EQ((*salted)[i].output_len, (*d)[i].output_len);
+  }
+  EXPECT_NE(salted->front().prompt_ids, d->front().prompt_ids);
   o.range_ratio = 1.0;
   EXPECT_FALSE(MakeDataset(o).ok());
 }
