@@ -36,7 +36,8 @@ struct ServeFlags {
 const char kServeUsage[] =
     "usage: tpserve serve --model M [--tp N] [--host H] [--port P] [--worker-port P]\n"
     "                     [--threads N] [--kv-memory-mb MB] [--block-size N]    (to tpserve-worker)\n"
-    "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n";
+    "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
+    "                     [--no-prefix-cache]                                    (to the coordinator)\n";
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -68,6 +69,10 @@ std::string Join(const std::vector<std::string>& args) {
 bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--no-prefix-cache") {  // the one flag without a value (the prefix-caching benchmark)
+      f->coordinator_args.push_back("--no-prefix-caching");
+      continue;
+    }
     if (i + 1 >= argc) {
       std::cerr << "tpserve serve: " << arg << " needs a value\n";
       return false;
