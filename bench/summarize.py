@@ -97,7 +97,7 @@ def main():
         out.append(f"| {model} | {run['weight_bytes'] / 1e6:.0f} | pp{p['tokens']} {p['tok_s']:.1f} "
                    f"({p['bound_tok_s']:.1f}, {100 * p['fraction']:.0f}%) | {cell(d1)} | {cell(d32)} | {peer_cell} | {ratio_cell} |")
     out.append("")
-    out.append("Bounds: decode = triad GB/s ÷ (weight bytes + KV bytes read per step) × batch; prefill = MatMul peak ÷ "
+    out.append("Bounds: decode = min(triad GB/s ÷ (weight + KV bytes read per step) × batch, MatMul peak ÷ 2·params); prefill = MatMul peak ÷ "
                "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.\n")
 
     out.append("### Tensor parallelism: decode scaling (same host; ranks share its cores and memory bandwidth)\n")
