@@ -116,9 +116,11 @@ TEST(MpiCommunicatorTest, PeerThatNeverJoinsGivesDeadlineExceeded) {
     EXPECT_EQ(comm->Barrier().code(), StatusCode::kDeadlineExceeded);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  // The abandoned collective stays pending on the broken communicator; leak it (as a real
-  // process that saw this error would exit).
-  comm.release();
+  // The abandoned collective stays pending on the broken communicator: keep it alive (and
+  // reachable, so leak checkers stay quiet) rather than free it under MPI's feet, as a real
+  // process that saw this error would exit instead.
+  static auto* kept = new std::vector<std::unique_ptr<MpiCommunicator>>();
+  kept->push_back(std::move(comm));
 }
 
 }  // namespace
