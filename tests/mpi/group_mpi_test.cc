@@ -18,7 +18,9 @@ constexpr int32_t kFakeVocab = 1000;
 // the "sampled" token. Token ids >= kFakeVocab are a plan error, found before any collective.
 class FakeTpExecutor : public StepExecutor {
  public:
-  explicit FakeTpExecutor(Communicator* comm) : comm_(comm) {}
+  // `num_executed` (may be null) counts the steps run; it outlives the executor, which RunGroup
+  // destroys before returning.
+  FakeTpExecutor(Communicator* comm, int* num_executed) : comm_(comm), num_executed_(num_executed) {}
 
   StatusOr<StepResult> Execute(const StepPlan& plan) override {
     for (const SequencePlan& seq : plan.sequences) {
@@ -26,7 +28,7 @@ class FakeTpExecutor : public StepExecutor {
         if (id >= kFakeVocab) return InvalidArgument("token id out of range");
       }
     }
-    ++num_executed_;
+    if (num_executed_ != nullptr) ++*num_executed_;
     std::vector<float> partial;  // [S]
     for (const SequencePlan& seq : plan.sequences) {
       float sum = 0;
@@ -46,11 +48,10 @@ class FakeTpExecutor : public StepExecutor {
     return result;
   }
 
-  int num_executed() const { return num_executed_; }
 
  private:
   Communicator* comm_;
-  int num_executed_ = 0;
+  int* num_executed_;
 };
 
 int32_t ExpectedToken(const std::vector<int32_t>& token_ids, int tp_size) {
@@ -76,12 +77,11 @@ StepPlan RandomPlan(std::mt19937& rng, uint64_t step_id) {
 }
 
 TEST(GroupMpiTest, LeaderResultsNeedEveryRankAndFollowersStopOnShutdown) {
-  FakeTpExecutor* mine = nullptr;
+  int num_executed = 0;
   int tp_size = 0;
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     tp_size = comm->size();
-    auto executor = std::make_unique<FakeTpExecutor>(comm);
-    mine = executor.get();
+    auto executor = std::make_unique<FakeTpExecutor>(comm, &num_executed);
     // Ranks fit different numbers of blocks; the group offers the smallest.
     return LoadedShard{std::move(executor), 100 - comm->rank()};
   };
@@ -124,15 +124,14 @@ TEST(GroupMpiTest, LeaderResultsNeedEveryRankAndFollowersStopOnShutdown) {
   };
   Status status = RunGroup(make, lead);
   EXPECT_TRUE(status.ok()) << status.ToString();
-  ASSERT_NE(mine, nullptr);
-  EXPECT_EQ(mine->num_executed(), kNumSteps + 1);  // every rank ran every good step
+  EXPECT_EQ(num_executed, kNumSteps + 1);  // every rank ran every good step
 }
 
 TEST(GroupMpiTest, LoadFailureOnOneRankFailsEveryRank) {
   bool led = false;
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     if (comm->rank() == comm->size() - 1) return ResourceExhausted("no room for the KV cache");
-    return LoadedShard{std::make_unique<FakeTpExecutor>(comm), 10};
+    return LoadedShard{std::make_unique<FakeTpExecutor>(comm, nullptr), 10};
   };
   Status status = RunGroup(make, [&](GroupLeader&, const GroupInfo&) {
     led = true;
