@@ -2,20 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <string>
 
 #include "common/logging.h"
 #include "kvstore/slot_mapping.h"
-#if __has_include("model/model_file.h")
 #include "model/model_file.h"
-#define TPSERVE_HAVE_MODEL_FILE 1
-#endif
-
-#if __has_include("worker/sampler.h")
 #include "worker/sampler.h"
-#define TPSERVE_HAVE_SAMPLER 1
-#endif
 
 namespace tpserve {
 namespace {
@@ -49,12 +41,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-#ifdef TPSERVE_HAVE_MODEL_FILE
 StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelFile& model, Communicator* comm,
                                                                const ExecutorOptions& options) {
   return Create(model.config(), model.weights(), comm, options);
 }
-#endif
 
 StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig& config,
                                                                const WeightSource& weights, Communicator* comm,
@@ -120,12 +110,10 @@ Status ModelExecutor::ValidatePlan(const StepPlan& plan) const {
                                std::to_string(vocab_size));
       }
     }
-#ifdef TPSERVE_HAVE_SAMPLER
     if (seq.needs_token) {
       Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
       if (!sampling.ok()) return InvalidArgument(where + sampling.message());
     }
-#endif
     const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
     const int64_t needed = CeilDiv(num_positions, block_size_);
     if (static_cast<int64_t>(seq.block_table.size()) < needed) {
@@ -215,7 +203,6 @@ StatusOr<std::vector<SequenceResult>> ModelExecutor::Sample(const StepPlan& plan
   const int64_t vocab_shard = shard().vocab_shard();
   std::vector<float> full;  // [num_rows, V], only when needed
   const bool single_rank = comm_->size() == 1;
-#ifdef TPSERVE_HAVE_SAMPLER
   ASSIGN_OR_RETURN(std::vector<SequenceResult> results,
                    SampleTokens(logits_.data(), num_rows, shard().vocab_begin, vocab_shard, vocab_size,
                                 sampled_seqs_, *comm_));
@@ -226,24 +213,6 @@ StatusOr<std::vector<SequenceResult>> ModelExecutor::Sample(const StepPlan& plan
       RETURN_IF_ERROR(GatherLogits(logits_.data(), num_rows, vocab_size, vocab_shard, *comm_, &full));
     }
   }
-#else
-  // Until the sampler lands: greedy over the gathered logits.
-  if (single_rank) {
-    full = logits_;
-  } else {
-    RETURN_IF_ERROR(GatherLogits(logits_.data(), num_rows, vocab_size, vocab_shard, *comm_, &full));
-  }
-  std::vector<SequenceResult> results(num_rows);
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const float* row = full.data() + r * vocab_size;
-    const int64_t best = std::max_element(row, row + vocab_size) - row;  // first of equal maxima
-    double sum = 0;
-    for (int64_t i = 0; i < vocab_size; ++i) sum += std::exp(static_cast<double>(row[i]) - row[best]);
-    results[r].seq_id = sampled_seqs_[r]->seq_id;
-    results[r].token_id = static_cast<int32_t>(best);
-    results[r].logprob = static_cast<float>(-std::log(sum));
-  }
-#endif
   if (plan.return_logits) {
     for (int64_t r = 0; r < num_rows; ++r) {
       results[r].logits.assign(full.begin() + r * vocab_size, full.begin() + (r + 1) * vocab_size);
