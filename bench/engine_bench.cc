@@ -122,12 +122,14 @@ double MeasureMatMulPeakGflops(ThreadPool* pool) {
   constexpr int64_t kRows = 2048, kCols = 2048, kTokens = 512;
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(kTokens * kCols), y(kTokens * kRows), src(kCols);
+  std::vector<float> x(kTokens * kCols);  // [T, cols]
+  std::vector<float> y(kTokens * kRows);  // [T, rows]
+  std::vector<float> src(kCols);          // [cols] one weight row before quantisation
   for (float& v : x) v = dist(rng);
   double best_gflops = 0;
   for (DType type : {DType::kF32, DType::kQ8_0}) {
     const int64_t row_bytes = DTypeRowBytes(type, kCols);
-    std::vector<uint8_t> w(row_bytes * kRows);
+    std::vector<uint8_t> w(row_bytes * kRows);  // [rows, row_bytes] in `type`
     for (int64_t r = 0; r < kRows; ++r) {
       for (float& v : src) v = dist(rng);
       QuantizeRow(type, src.data(), w.data() + r * row_bytes, kCols);

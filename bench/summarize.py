@@ -156,6 +156,23 @@ with tpserve-mkmodel, runs everything below and regenerates this page, `results/
 
 The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
 numbers are noisy; ratios are always measured within the same run.
+
+## Thread-pool dispatch: spinning was measured and not kept
+
+A decode step makes ~240 `ThreadPool::ParallelFor` calls, each a condition-variable round trip. A variant
+whose workers and caller spin on atomics (generation counter, pending count, `_mm_pause`, bounded by a time
+budget) before falling back to the condition variables was measured with `tpserve-run` on SmolLM2 Q4_1
+(2 threads, 47 decode steps, load average ~13 on the 2 cores), alternating binaries in the same minutes:
+
+| pool | decode tok/s (two runs) | process CPU s |
+|---|---|---|
+| condition variables (kept) | 23.6, 17.6 | 1.15, 1.19 |
+| atomics, no spin | 19.2, 17.9 | 1.12, 1.17 |
+| atomics, 5 us spin | 19.7, 15.6 | 1.23, 1.27 |
+| atomics, 50 us spin | 8.5, 7.7 | 2.23, 2.35 |
+
+On an oversubscribed host a spinning thread holds a core its partner needs, so spinning costs 2-3x; the
+condition-variable pool stays. On a dedicated machine (threads x ranks <= idle cores) the result may differ.
 """
 
 
