@@ -7,6 +7,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/utf8.h"
+
 namespace tpserve {
 
 JsonValue JsonValue::Bool(bool b) {
@@ -340,23 +342,7 @@ class JsonParser {
     return v;
   }
 
-  static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
+
 
   // Length of the valid UTF-8 sequence at pos_ (lead byte >= 0x80), 0 if invalid (overlong forms,
   // surrogates and code points past U+10FFFF are invalid).

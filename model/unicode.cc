@@ -86,25 +86,6 @@ char32_t DecodeUtf8(std::string_view text, size_t pos, size_t* length) {
   return cp;
 }
 
-void AppendUtf8(char32_t cp, std::string* out) {
-  CHECK_LE(static_cast<uint32_t>(cp), 0x10FFFFu);
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 size_t AppendSanitizedUtf8(std::string_view in, bool at_end, std::string* out) {
   size_t pos = 0;
   while (pos < in.size()) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace tpserve::unicode {
 
 // Class flags of a code point; a code point may carry several (e.g. U+0085 is control + space).
@@ -37,8 +39,7 @@ inline constexpr char32_t kInvalidCodepoint = 0xFFFFFFFF;
 // REQUIRES: pos < text.size(). An invalid or truncated sequence yields kInvalidCodepoint, length 1.
 char32_t DecodeUtf8(std::string_view text, size_t pos, size_t* length);
 
-// Appends the UTF-8 encoding of cp. REQUIRES: cp <= 0x10FFFF.
-void AppendUtf8(char32_t cp, std::string* out);
+using ::tpserve::AppendUtf8;  // common/utf8.h
 
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
