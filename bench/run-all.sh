@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark of the project on this machine, in one run (~15 minutes on 2 cores).
+# `make bench`: every benchmark of the project on this machine, in one run (~25 minutes on 2 cores, ~15 without the serving sweep).
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
 #     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), batch 1 and 32
@@ -106,10 +106,19 @@ else
   echo "llama-bench not available: no peer figures"
 fi
 
+step "the floor: generation without a KV cache"
+"$build/bench/tpserve-bench-naive" --model models/SmolLM2-135M-Instruct.Q4_1.gguf --threads "$threads" |
+  tee "$results/naive.txt" || echo "naive bench failed (continuing)"
+
 step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
 python3 bench/summarize.py
 python3 bench/roofline.py
 python3 bench/scaling_model.py | tee "$results/scaling_model.txt"
+# Serving through the real server (appends its section to summary.md); skipped in a quick run.
+if [ "$quick" != 1 ]; then
+  step "serving: concurrency sweep, continuous vs static batching, prefix caching"
+  BUILD="$build" RESULTS="$results" bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
+fi
 step "done"
 cat "$results/summary.md"

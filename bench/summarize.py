@@ -142,7 +142,7 @@ def main():
 
 README_HEAD = """# tpserve benchmarks
 
-`make bench` (bench/run-all.sh, ~15 minutes on 2 cores) builds the benchmarks, writes synthetic models
+`make bench` (bench/run-all.sh, ~25 minutes on 2 cores, the serving sweep included) builds the benchmarks, writes synthetic models
 with tpserve-mkmodel, runs everything below and regenerates this page, `results/summary.md`,
 `results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a short smoke run.
 
@@ -153,6 +153,10 @@ with tpserve-mkmodel, runs everything below and regenerates this page, `results/
 | tpserve-bench-engine | the real ModelExecutor: prefill pp512, decode at batch 1 and 32, TP 1/2/4, compute vs all-reduce | triad ÷ bytes per token, MatMul peak ÷ FLOPs per token, llama.cpp |
 | tpserve-bench-allreduce | MPI all-reduce latency, algbw, busbw | memcpy bandwidth |
 | llama-bench (llama.cpp, peer) | pp / tg tokens/s on the same GGUF and threads | ours |
+| tpserve-bench-naive | generation without a KV cache (prefix re-run every step) | the same generation with the cache |
+| tpserve-bench-load | model load time and peak RSS | a plain read of the file |
+| tpserve-bench + serve-sweep.sh | the real server (`tpserve serve`): concurrency 1..64 at TP 1/2, TTFT/TPOT/ITL p50/p99, continuous vs static batching, a shared 1,000-token prefix with and without prefix caching | TP 1, static batching, no prefix cache |
+| scaling_model.py | TP decode step time (bytes ÷ bandwidth, FLOPs ÷ peak, all-reduce), calibrated here, projected to H200 | TensorRT-LLM published H200 figures |
 
 The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
 numbers are noisy; ratios are always measured within the same run.
