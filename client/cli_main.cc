@@ -349,7 +349,8 @@ int Stats(const CliFlags& flags) {
             << "\nrequests_total: " << s->num_requests_total << "\nrequests_finished: " << s->num_requests_finished
             << "\nrequests_rejected: " << s->num_requests_rejected
             << "\nmessages_dropped: " << s->num_messages_dropped << "\nworker_groups: " << s->num_worker_groups
-            << "\nsteps: " << s->num_steps_total << "\ngenerated_tokens: " << s->num_generated_tokens << "\n";
+            << "\nsteps: " << s->num_steps_total << "\ngenerated_tokens: " << s->num_generated_tokens
+            << "\npreemptions: " << s->num_preemptions << "\n";
   return 0;
 }
 

@@ -350,6 +350,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       s.setNumWorkerGroups(r.num_worker_groups);
       s.setNumStepsTotal(r.num_steps_total);
       s.setNumGeneratedTokens(r.num_generated_tokens);
+      s.setNumPreemptions(r.num_preemptions);
       break;
     }
   }
@@ -432,6 +433,7 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         r.num_worker_groups = s.getNumWorkerGroups();
         r.num_steps_total = s.getNumStepsTotal();
         r.num_generated_tokens = s.getNumGeneratedTokens();
+        r.num_preemptions = s.getNumPreemptions();
         break;
       }
       default: return InvalidArgument("unknown server message kind");

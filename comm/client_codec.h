@@ -139,6 +139,7 @@ struct StatsReply {
   uint32_t num_worker_groups = 0;
   uint64_t num_steps_total = 0;
   uint64_t num_generated_tokens = 0;
+  uint64_t num_preemptions = 0;
 };
 
 enum class ServerMessageKind { kChunk = 0, kFinish, kError, kHealth, kStats };

@@ -298,6 +298,7 @@ proto::StatsReply Server::MakeStats() const {
     s.blocks_free += static_cast<uint32_t>(st.blocks.num_free);
     s.blocks_cached += static_cast<uint32_t>(st.blocks.num_cached);
     s.blocks_total += static_cast<uint32_t>(st.blocks.num_blocks);
+    s.num_preemptions += static_cast<uint64_t>(st.num_preemptions);
     hit_tokens += st.blocks.prefix_hit_tokens;
     query_tokens += st.blocks.prefix_query_tokens;
     waste_weighted += st.blocks.kv_waste * st.blocks.num_used;

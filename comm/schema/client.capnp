@@ -164,4 +164,5 @@ struct StatsReply {
   numWorkerGroups @13 :UInt32;
   numStepsTotal @14 :UInt64;
   numGeneratedTokens @15 :UInt64;
+  numPreemptions @16 :UInt64;           # sequences preempted (by recompute) when KV blocks ran out
 }

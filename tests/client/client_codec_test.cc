@@ -150,12 +150,14 @@ TEST(ClientCodecTest, ServerMessagesRoundTrip) {
   stats.stats.blocks_total = 100;
   stats.stats.prefix_hit_rate = 0.25;
   stats.stats.num_messages_dropped = 4;
+  stats.stats.num_preemptions = 9;
   bytes = EncodeServerMessage(stats);
   out = DecodeServerMessage(bytes.data(), bytes.size());
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->stats.blocks_total, 100u);
   EXPECT_DOUBLE_EQ(out->stats.prefix_hit_rate, 0.25);
   EXPECT_EQ(out->stats.num_messages_dropped, 4u);
+  EXPECT_EQ(out->stats.num_preemptions, 9u);
 }
 
 TEST(ClientCodecTest, GarbageAndTruncationAreErrorsNotCrashes) {

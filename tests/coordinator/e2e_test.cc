@@ -35,8 +35,9 @@ struct Request {
 
 class EndToEnd {
  public:
-  // Opens `model`, starts a Server and an np-rank worker group; sets `skip` when impossible.
-  EndToEnd(const std::string& model, int num_ranks) {
+  // Opens `model`, starts a Server and an np-rank worker group whose ranks each get `kv_memory_mb`
+  // of KV cache; sets `skip` when impossible.
+  EndToEnd(const std::string& model, int num_ranks, int kv_memory_mb = 64) {
     worker_binary_ = testing::FindWorkerBinary();
     if (worker_binary_.empty()) {
       skip_reason = "tpserve-worker is not built";
@@ -65,7 +66,7 @@ class EndToEnd {
     server_ = std::move(*server);
     run_ = std::thread([this] { run_status_ = server_->Run(); });
     group_ = std::make_unique<testing::MpiWorkerGroup>(worker_binary_, model, server_->worker_endpoint(), num_ranks,
-                                                       std::vector<std::string>{"--kv-memory-mb", "64"});
+                                                       std::vector<std::string>{"--kv-memory-mb", std::to_string(kv_memory_mb)});
     ClientOptions client_options;
     client_options.server = server_->client_endpoint();
     client_options.timeout = kWait;
@@ -252,6 +253,11 @@ void CheckErrorsKeepServing(EndToEnd& e2e) {
 
 class EndToEndTest : public ::testing::Test {
  protected:
+  static std::string SyntheticModelName() {
+    return (std::filesystem::temp_directory_path() / ("tpserve_e2e_" + std::to_string(getpid()) + ".gguf")).string();
+  }
+  static void TearDownTestSuite() { std::filesystem::remove(SyntheticModelName()); }
+  // Written once per test binary, removed after the suite.
   static std::string SyntheticModelPath() {
     static const std::string path = [] {
       SyntheticModelOptions options;
@@ -266,7 +272,7 @@ class EndToEndTest : public ::testing::Test {
       options.config.bos_id = 1;
       options.config.eos_id = 2;
       options.seed = 11;
-      std::string p = (std::filesystem::temp_directory_path() / ("tpserve_e2e_" + std::to_string(getpid()) + ".gguf")).string();
+      const std::string p = SyntheticModelName();
       Status written = WriteSyntheticGguf(options, p);
       EXPECT_TRUE(written.ok()) << written.ToString();
       return p;
@@ -284,7 +290,20 @@ TEST_F(EndToEndTest, SyntheticModelTp2) {
   CheckCancelHalfLeaksNothing(e2e, 16, 64);
   CheckPrefixCache(e2e, 48);
   CheckErrorsKeepServing(e2e);
-  std::filesystem::remove(model);
+}
+
+// 64 concurrent requests on a KV cache too small for them all (1 MiB per rank: 128 blocks of 16
+// tokens, against ~8 blocks per request on average): the scheduler must preempt running sequences and
+// recompute them later, and every request still produces exactly its solo ids.
+TEST_F(EndToEndTest, SyntheticModelTp2PreemptsUnderKvPressure) {
+  const std::string model = SyntheticModelPath();
+  EndToEnd e2e(model, 2, /*kv_memory_mb=*/1);
+  if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+  ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+  CheckConcurrentEqualsAlone(e2e, 64, 200, 48);
+  const proto::StatsReply stats = e2e.WaitIdle();
+  EXPECT_GT(stats.num_preemptions, 0u) << "the cache was meant to run out (" << stats.blocks_total << " blocks)";
+  EXPECT_EQ(stats.blocks_used, 0u);
 }
 
 TEST_F(EndToEndTest, SmolLM2Tp2) {
