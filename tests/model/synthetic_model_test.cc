@@ -26,7 +26,7 @@ std::string ReadBytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// 9 query / 3 KV heads (awkward for TP) and a prime vocabulary.
+// 3 query heads sharing 1 KV head (GQA 3:1) and a prime vocabulary.
 SyntheticModelOptions AwkwardOptions(DType type) {
   SyntheticModelOptions o;
   o.config = *SyntheticPreset("tiny");
