@@ -1,28 +1,35 @@
-// tpserve-bench: a load generator for a running tpserve coordinator (vLLM `bench serve` metrics).
+// tpserve-bench: a load generator for a running tpserve coordinator, or for llama.cpp's llama-server
+// as the peer (vLLM `bench serve` metrics).
 //
-//   tpserve-bench --server tcp://127.0.0.1:P --num-requests N
+//   tpserve-bench --server tcp://127.0.0.1:P|http://127.0.0.1:P --num-requests N
 //       (--concurrency C [--static-batch] | --request-rate R [--burstiness B])
 //       [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]
 //       [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]
 //       [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]
 //
+// The scheme picks the backend (bench/loadgen/load_backend.h): tcp:// is tpserve's client protocol,
+// http:// is llama-server's POST /completion streamed as SSE. Dataset, arrivals, metrics and JSON
+// are the same for both; the JSON's "backend" says which was measured.
 // --token-salt changes the prompts' token ids but not their lengths (same shape, no prefix-cache
 // hits on an earlier run's prompts).
 // Closed loop (--concurrency) or open loop (--request-rate: Poisson, or gamma with --burstiness).
 // Prints the vLLM-style result table on stdout, progress on stderr, and writes JSON with --json.
-// Only loopback servers (tcp://127.x.x.x, localhost, [::1]) are accepted: this tool floods its
+// Only loopback servers (127.x.x.x, localhost, [::1]) are accepted: this tool floods its
 // target. Exit 0 when the run finished (failed requests are counted, not fatal), 1 otherwise.
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "bench/loadgen/arrival.h"
 #include "bench/loadgen/dataset.h"
+#include "bench/loadgen/llama_server_backend.h"
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/runner.h"
-#include "client/client.h"
+#include "bench/loadgen/tpserve_backend.h"
 
 namespace tpserve::loadgen {
 namespace {
@@ -40,14 +47,16 @@ struct Flags {
 };
 
 const char kUsage[] =
-    "usage: tpserve-bench --server tcp://127.0.0.1:P --num-requests N\n"
+    "usage: tpserve-bench --server tcp://127.0.0.1:P|http://127.0.0.1:P --num-requests N\n"
     "         (--concurrency C [--static-batch] | --request-rate R [--burstiness B])\n"
     "         [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]\n"
     "         [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]\n"
     "         [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]\n";
 
+constexpr std::string_view kTpserveScheme = "tcp://", kLlamaServerScheme = "http://";
+
 bool IsLoopback(const std::string& endpoint) {
-  const std::string prefix = "tcp://";
+  const std::string prefix(endpoint.rfind(kTpserveScheme, 0) == 0 ? kTpserveScheme : kLlamaServerScheme);
   if (endpoint.rfind(prefix, 0) != 0) return false;
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string::npos || colon < prefix.size()) return false;
@@ -158,13 +167,24 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
   }
   if (f.server.empty()) return InvalidArgument("--server is required");
-  if (!IsLoopback(f.server)) return InvalidArgument("--server must be a loopback tcp address (tcp://127.0.0.1:P)");
+  if (!IsLoopback(f.server)) {
+    return InvalidArgument("--server must be a loopback address: tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (llama-server)");
+  }
   const bool closed = f.run.concurrency > 0, open = f.run.request_rate > 0;
   if (closed == open) return InvalidArgument("give exactly one of --concurrency and --request-rate");
   if (f.is_static && !closed) return InvalidArgument("--static-batch needs --concurrency");
   ASSIGN_OR_RETURN(f.data.kind, ParseDatasetKind(f.dataset));
   f.run.mode = open ? "open" : (f.is_static ? "static" : "closed");
   return f;
+}
+
+StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server) {
+  if (server.rfind(kTpserveScheme, 0) == 0) {
+    ASSIGN_OR_RETURN(std::unique_ptr<TpserveBackend> backend, TpserveBackend::Connect(server));
+    return std::unique_ptr<LoadBackend>(std::move(backend));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<LlamaServerBackend> backend, LlamaServerBackend::Create(server));
+  return std::unique_ptr<LoadBackend>(std::move(backend));
 }
 
 int Main(int argc, char** argv) {
@@ -175,22 +195,18 @@ int Main(int argc, char** argv) {
     return 1;
   }
   Flags& f = *flags;
-  ClientOptions client_options;
-  client_options.server = f.server;
-  client_options.timeout = std::chrono::milliseconds(10000);
-  StatusOr<std::unique_ptr<Client>> client = Client::Connect(client_options);
-  if (!client.ok()) {
-    std::cerr << "tpserve-bench: " << client.status().ToString() << "\n";
+  StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f.server);
+  if (!backend.ok()) {
+    std::cerr << "tpserve-bench: " << backend.status().ToString() << "\n";
     return 1;
   }
-  StatusOr<proto::HealthReply> health = (*client)->Health();
-  if (!health.ok() || !health->ok || health->num_worker_groups == 0) {
-    std::cerr << "tpserve-bench: server " << f.server << " is not ready: "
-              << (health.ok() ? "no worker group" : health.status().ToString()) << "\n";
+  StatusOr<ServerInfo> info = (*backend)->Info();
+  if (!info.ok()) {
+    std::cerr << "tpserve-bench: server " << f.server << " is not ready: " << info.status().ToString() << "\n";
     return 1;
   }
-  f.data.vocab_size = static_cast<int32_t>(health->vocab_size);
-  f.data.max_model_len = static_cast<int32_t>(health->context_length);
+  f.data.vocab_size = info->vocab_size;
+  f.data.max_model_len = info->context_length;
   StatusOr<std::vector<BenchRequest>> requests = MakeDataset(f.data);
   if (!requests.ok()) {
     std::cerr << "tpserve-bench: " << requests.status().message() << "\n";
@@ -206,6 +222,7 @@ int Main(int argc, char** argv) {
     options.arrival_s = ArrivalTimes(f.data.num_requests, f.run.request_rate, f.run.burstiness, f.data.seed + 1);
   }
   f.run.server = f.server;
+  f.run.backend = f.server.rfind(kTpserveScheme, 0) == 0 ? "tpserve" : "llama-server";
   f.run.dataset = DatasetKindName(f.data.kind);
   f.run.num_requests = f.data.num_requests;
   f.run.input_len = f.data.input_len;
@@ -214,9 +231,9 @@ int Main(int argc, char** argv) {
   f.run.shared_prefix_len = f.data.shared_prefix_len;
   f.run.seed = f.data.seed;
   std::cerr << "tpserve-bench: " << f.data.num_requests << " requests (" << f.run.dataset << ") to " << f.server
-            << ", model " << health->model_name << "\n";
+            << " (" << f.run.backend << "), model " << info->model_name << "\n";
 
-  StatusOr<std::vector<RequestRecord>> records = RunLoad(client->get(), *requests, options);
+  StatusOr<std::vector<RequestRecord>> records = RunLoad(backend->get(), *requests, options);
   if (!records.ok()) {
     std::cerr << "tpserve-bench: run failed: " << records.status().ToString() << "\n";
     return 1;

@@ -45,6 +45,7 @@ double Finite(double v) { return std::isfinite(v) ? v : -1; }  // JSON has no In
 std::string FormatReport(const RunDescription& run, const Summary& s) {
   std::string out = "============ Serving Benchmark Result ============\n";
   if (!run.label.empty()) out += "Label: " + run.label + "\n";
+  if (!run.backend.empty()) out += "Backend: " + run.backend + " (" + run.server + ")\n";
   char mode[160];
   if (run.mode == "open") {
     std::snprintf(mode, sizeof(mode), "Mode: open loop, %.3g req/s, burstiness %.3g\n", run.request_rate, run.burstiness);
@@ -75,6 +76,7 @@ JsonValue ReportJson(const RunDescription& run, const Summary& s) {
   JsonValue o = JsonValue::Object();
   o.Set("label", JsonValue::String(run.label));
   o.Set("server", JsonValue::String(run.server));
+  o.Set("backend", JsonValue::String(run.backend));
   o.Set("dataset", JsonValue::String(run.dataset));
   o.Set("mode", JsonValue::String(run.mode));
   o.Set("num_requests", JsonValue::Int(run.num_requests));

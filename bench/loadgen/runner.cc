@@ -14,16 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-proto::GenerateRequest MakeRequest(const BenchRequest& r) {
-  proto::GenerateRequest g;
-  g.prompt_kind = proto::PromptKind::kTokenIds;
-  g.prompt_ids = r.prompt_ids;
-  g.max_tokens = static_cast<uint32_t>(r.output_len);
-  g.ignore_eos = true;
-  g.stream = true;
-  return g;
-}
-
 struct InFlight {
   size_t index;
   double last_chunk_s = -1;
@@ -31,7 +21,7 @@ struct InFlight {
 
 }  // namespace
 
-StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<BenchRequest>& requests,
+StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests,
                                              const RunOptions& options) {
   CHECK(options.mode != LoadMode::kOpen || options.arrival_s.size() == requests.size());
   CHECK(options.mode == LoadMode::kOpen || options.concurrency > 0);
@@ -48,7 +38,7 @@ StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<B
   auto send = [&]() -> Status {
     RequestRecord& rec = records[next];
     rec.send_s = now_s();
-    StatusOr<uint64_t> id = client->Start(MakeRequest(requests[next]));
+    StatusOr<uint64_t> id = backend->Start(requests[next]);
     if (!id.ok()) return id.status();
     in_flight.emplace(*id, InFlight{next, -1});
     ++next;
@@ -71,7 +61,7 @@ StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<B
       std::vector<uint64_t> ids;
       for (const auto& [id, f] : in_flight) ids.push_back(id);
       for (uint64_t id : ids) {
-        (void)client->Cancel(id);
+        backend->Cancel(id);
         end(id, false, "time limit reached");
       }
       for (; next < n; ++next) {
@@ -96,19 +86,18 @@ StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<B
       if (wait_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
       continue;
     }
-    StatusOr<proto::ServerMessage> message =
-        client->Receive(std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(wait_s * 1e3))));
-    if (!message.ok()) {
-      if (message.status().code() == StatusCode::kDeadlineExceeded) continue;
+    StatusOr<BackendEvent> event =
+        backend->Receive(std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(wait_s * 1e3))));
+    if (!event.ok()) {
+      if (event.status().code() == StatusCode::kDeadlineExceeded) continue;
       progress.Finish();
-      return message.status();
+      return event.status();
     }
-    auto it = in_flight.find(message->request_id);
+    auto it = in_flight.find(event->request_id);
     if (it == in_flight.end()) continue;  // a request we already gave up on
     RequestRecord& rec = records[it->second.index];
-    switch (message->kind) {
-      case proto::ServerMessageKind::kChunk: {
-        if (message->chunk.token_ids.empty()) break;
+    switch (event->kind) {
+      case BackendEvent::Kind::kTokens: {
         const double at = now_s();
         if (rec.first_token_s < 0) {
           rec.first_token_s = at;
@@ -116,19 +105,20 @@ StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<B
           rec.itl_s.push_back(at - it->second.last_chunk_s);
         }
         it->second.last_chunk_s = at;
-        rec.output_len += static_cast<int32_t>(message->chunk.token_ids.size());
-        output_tokens += static_cast<int64_t>(message->chunk.token_ids.size());
+        rec.output_len += event->num_tokens;
+        output_tokens += event->num_tokens;
         break;
       }
-      case proto::ServerMessageKind::kFinish:
-        rec.cached_prompt_tokens = static_cast<int32_t>(message->finish.usage.cached_prompt_tokens);
-        end(message->request_id, message->finish.reason != proto::FinishReason::kCancelled,
-            message->finish.reason == proto::FinishReason::kCancelled ? "cancelled" : "");
+      case BackendEvent::Kind::kFinish:
+        if (event->reported_output_tokens >= 0) {  // the server's count is the one that stands
+          output_tokens += event->reported_output_tokens - rec.output_len;
+          rec.output_len = event->reported_output_tokens;
+        }
+        rec.cached_prompt_tokens = event->cached_prompt_tokens;
+        end(event->request_id, true, "");
         break;
-      case proto::ServerMessageKind::kError:
-        end(message->request_id, false, StatusFromError(message->error).ToString());
-        break;
-      default:
+      case BackendEvent::Kind::kError:
+        end(event->request_id, false, event->error);
         break;
     }
   }

@@ -1,6 +1,6 @@
-// Runner: drives one benchmark through a Client, many requests on one connection, and records
-// what the client saw of each (RequestRecord). Single-threaded: sends when the load shape says so,
-// otherwise waits in Client::Receive, so time stamps are taken as messages arrive.
+// Runner: drives one benchmark through a LoadBackend (tpserve or llama-server) and records what the
+// client saw of each request (RequestRecord). Single-threaded: sends when the load shape says so,
+// otherwise waits in LoadBackend::Receive, so time stamps are taken as messages arrive.
 //
 // Modes:
 //  - kClosed: keep `concurrency` requests in flight; a new one starts as soon as one ends.
@@ -8,15 +8,16 @@
 //    them, then the next batch (the same requests and total work as kClosed).
 //  - kOpen: send request i at arrival_s[i] (seconds after the start) whatever is in flight.
 // Every request is sent as token ids with max_tokens = output_len and ignore_eos (exact lengths),
-// greedy, streamed.
+// greedy, streamed. A request's output tokens are the sum of its token events, replaced by the
+// server's own total when its finish reports one.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "bench/loadgen/dataset.h"
+#include "bench/loadgen/load_backend.h"
 #include "bench/loadgen/metrics.h"
-#include "client/client.h"
 #include "common/status.h"
 
 namespace tpserve::loadgen {
@@ -33,7 +34,7 @@ struct RunOptions {
 
 // One record per request, in dataset order. An error of the connection itself (not of a request)
 // ends the run with that Status.
-StatusOr<std::vector<RequestRecord>> RunLoad(Client* client, const std::vector<BenchRequest>& requests,
+StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests,
                                              const RunOptions& options);
 
 }  // namespace tpserve::loadgen

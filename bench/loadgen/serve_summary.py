@@ -1,53 +1,107 @@
 #!/usr/bin/env python3
-"""serve_summary.py RESULTS "TPS" "CONCURRENCIES" STATIC_C ELAPSED MODEL: the tables of bench/serve-sweep.sh.
+"""serve_summary.py RESULTS: the tables of bench/serve-sweep.sh, as markdown.
 
-Reads RESULTS/serve_*.json (tpserve-bench --json), prints the sweep, continuous-vs-static and
-prefix-caching tables (each figure beside its peer as a ratio) and appends them to RESULTS/summary.md.
+Reads RESULTS/serve_sweep.json (the sweep's parameters) and RESULTS/serve_*.json (tpserve-bench
+--json) and prints the concurrency sweep, tpserve vs llama.cpp's llama-server, continuous vs static
+batching and prefix caching, each figure beside its peer as a ratio. bench/summarize.py imports
+serving_section() for bench/README.md.
 """
-import json, os, sys, datetime
-res, tps, cs, sc, elapsed, model = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5], sys.argv[6]
-def load(name):
-    p = os.path.join(res, f"serve_{name}.json")
-    return json.load(open(p)) if os.path.exists(p) else None
-def ratio(a, b):
+import json
+import os
+import sys
+
+
+def _ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
-out = []
-out.append(f"Closed-loop concurrency sweep ({model}, 2*C requests per point, random token ids, "
-           "input/output lengths as given, ignore_eos). TTFT/TPOT in ms.")
-hdr = "| TP | C | reqs | failed | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | tok/s vs TP " + tps[0] + " |"
-out += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
-for tp in tps:
+
+
+def serving_section(res):
+    """Markdown for the serving sweep in directory `res`; "" when it did not run."""
+    try:
+        with open(os.path.join(res, "serve_sweep.json")) as f:
+            sweep = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    tps, cs, sc = sweep["tps"].split(), sweep["concurrencies"].split(), sweep["static_c"]
+
+    def load(name):
+        p = os.path.join(res, f"serve_{name}.json")
+        try:
+            with open(p) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    out = [f"Closed-loop concurrency sweep ({sweep['model']}, 2*C requests per point, random token ids, "
+           f"input {sweep['input_len']} / output {sweep['output_len']} tokens, ignore_eos; TP N runs "
+           f"{sweep['threads']}/N threads per rank, KV pool {sweep['kv_mb']} MiB). TTFT/TPOT in ms.", ""]
+    hdr = "| TP | C | reqs | failed | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | tok/s vs TP " + tps[0] + " |"
+    out += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
+    for tp in tps:
+        for c in cs:
+            r, base = load(f"tp{tp}_c{c}"), load(f"tp{tps[0]}_c{c}")
+            if not r:
+                continue
+            out.append(f"| {tp} | {c} | {r['completed']} | {r['failed']} | {r['output_throughput']:.1f} | "
+                       f"{r['ttft_ms']['median']:.0f} | {r['ttft_ms']['p99']:.0f} | {r['tpot_ms']['median']:.1f} | "
+                       f"{r['tpot_ms']['p99']:.1f} | {_ratio(r['output_throughput'], base['output_throughput'] if base else 0)} |")
+
+    peer_rows = []
     for c in cs:
-        r, base = load(f"tp{tp}_c{c}"), load(f"tp{tps[0]}_c{c}")
-        if not r: continue
-        out.append(f"| {tp} | {c} | {r['completed']} | {r['failed']} | {r['output_throughput']:.1f} | "
-                   f"{r['ttft_ms']['median']:.0f} | {r['ttft_ms']['p99']:.0f} | {r['tpot_ms']['median']:.1f} | "
-                   f"{r['tpot_ms']['p99']:.1f} | {ratio(r['output_throughput'], base['output_throughput'] if base else 0)} |")
-out.append("")
-out.append(f"Continuous vs static batching, C={sc}, 3*C requests, lengths +-50% (--range-ratio 0.5). The coordinator "
-           "has no static mode: static = client-side batches of C requests, each waited for whole before the next.")
-out += ["| TP | out tok/s continuous | out tok/s static | ratio | E2E p50 cont | E2E p50 static | ratio | TTFT p50 cont | TTFT p50 static |",
-        "|---|---|---|---|---|---|---|---|---|"]
-for tp in tps:
-    c, s = load(f"tp{tp}_continuous_c{sc}"), load(f"tp{tp}_static_c{sc}")
-    if not (c and s): continue
-    out.append(f"| {tp} | {c['output_throughput']:.1f} | {s['output_throughput']:.1f} | "
-               f"{ratio(c['output_throughput'], s['output_throughput'])} | {c['e2e_ms']['median']:.0f} | "
-               f"{s['e2e_ms']['median']:.0f} | {ratio(s['e2e_ms']['median'], c['e2e_ms']['median'])} (static/cont) | "
-               f"{c['ttft_ms']['median']:.0f} | {s['ttft_ms']['median']:.0f} |")
-pc, pu = load(f"tp{tps[0]}_prefix_cached"), load(f"tp{tps[0]}_prefix_uncached")
-if pc and pu:
-    out.append("")
-    out.append(f"Prefix caching, TP {tps[0]}: {pc['num_requests']} requests at concurrency 1 sharing a "
-               f"{pc['shared_prefix_len']}-token prefix (+16 own tokens, 8 output); server restarted with --no-prefix-cache for the peer.")
-    out += ["| | TTFT p50 | TTFT mean | prompt tokens from cache | E2E p50 |", "|---|---|---|---|---|"]
-    for name, r in (("cache on", pc), ("cache off", pu)):
-        out.append(f"| {name} | {r['ttft_ms']['median']:.0f} | {r['ttft_ms']['mean']:.0f} | {r['cached_prompt_tokens']} | {r['e2e_ms']['median']:.0f} |")
-    out.append(f"| gain (off/on) | {ratio(pu['ttft_ms']['median'], pc['ttft_ms']['median'])} | "
-               f"{ratio(pu['ttft_ms']['mean'], pc['ttft_ms']['mean'])} | | {ratio(pu['e2e_ms']['median'], pc['e2e_ms']['median'])} |")
-out.append("")
-out.append(f"(whole sweep: {elapsed} s wall)")
-text = "\n".join(out)
-print(text)
-with open(os.path.join(res, "summary.md"), "a") as f:
-    f.write(f"\n## Serving (bench/serve-sweep.sh, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores)\n\n{text}\n")
+        ours, peer = load(f"tp{tps[0]}_c{c}"), load(f"llama_c{c}")
+        if not (ours and peer):
+            continue
+        peer_rows.append(
+            f"| {c} | {ours['output_throughput']:.1f} | {peer['output_throughput']:.1f} | "
+            f"**{_ratio(ours['output_throughput'], peer['output_throughput'])}** | "
+            f"{ours['ttft_ms']['median']:.0f} | {peer['ttft_ms']['median']:.0f} | "
+            f"**{_ratio(ours['ttft_ms']['median'], peer['ttft_ms']['median'])}** | "
+            f"{ours['tpot_ms']['median']:.1f} | {peer['tpot_ms']['median']:.1f} | "
+            f"**{_ratio(ours['tpot_ms']['median'], peer['tpot_ms']['median'])}** | {peer['failed']} |")
+    if peer_rows:
+        out += ["", f"tpserve TP {tps[0]} against llama.cpp's llama-server under the same load generator "
+                f"(tpserve-bench's http:// backend: POST /completion streamed as SSE, tokens counted by the server's "
+                f"tokens_predicted), the same requests, GGUF and {sweep['threads']} threads; llama-server with "
+                f"--parallel C slots, continuous batching, {sweep['kv_mb']} MiB of F16 KV in one unified pool. "
+                "Ratios are tpserve ÷ llama.cpp: above 1 is better for tok/s, below 1 is better for TTFT and TPOT.", "",
+                "| C | out tok/s tpserve | llama.cpp | ratio | TTFT p50 tpserve | llama.cpp | ratio | "
+                "TPOT p50 tpserve | llama.cpp | ratio | llama.cpp failed |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"] + peer_rows
+
+    static_rows = []
+    for tp in tps:
+        c, s = load(f"tp{tp}_continuous_c{sc}"), load(f"tp{tp}_static_c{sc}")
+        if not (c and s):
+            continue
+        static_rows.append(
+            f"| {tp} | {c['output_throughput']:.1f} | {s['output_throughput']:.1f} | "
+            f"{_ratio(c['output_throughput'], s['output_throughput'])} | {c['e2e_ms']['median']:.0f} | "
+            f"{s['e2e_ms']['median']:.0f} | {_ratio(s['e2e_ms']['median'], c['e2e_ms']['median'])} (static/cont) | "
+            f"{c['ttft_ms']['median']:.0f} | {s['ttft_ms']['median']:.0f} |")
+    if static_rows:
+        out += ["", f"Continuous vs static batching, C={sc}, 3*C requests, lengths +-50% (--range-ratio 0.5). The "
+                "coordinator has no static mode: static = client-side batches of C requests, each waited for whole "
+                "before the next.", "",
+                "| TP | out tok/s continuous | out tok/s static | ratio | E2E p50 cont | E2E p50 static | ratio | "
+                "TTFT p50 cont | TTFT p50 static |",
+                "|---|---|---|---|---|---|---|---|---|"] + static_rows
+
+    pc, pu = load(f"tp{tps[0]}_prefix_cached"), load(f"tp{tps[0]}_prefix_uncached")
+    if pc and pu:
+        out += ["", f"Prefix caching, TP {tps[0]}: {pc['num_requests']} requests at concurrency 1 sharing a "
+                f"{pc['shared_prefix_len']}-token prefix (+16 own tokens, 8 output); server restarted with "
+                "--no-prefix-cache for the peer.", "",
+                "| | TTFT p50 | TTFT mean | prompt tokens from cache | E2E p50 |", "|---|---|---|---|---|"]
+        for name, r in (("cache on", pc), ("cache off", pu)):
+            out.append(f"| {name} | {r['ttft_ms']['median']:.0f} | {r['ttft_ms']['mean']:.0f} | "
+                       f"{r['cached_prompt_tokens']} | {r['e2e_ms']['median']:.0f} |")
+        out.append(f"| gain (off/on) | {_ratio(pu['ttft_ms']['median'], pc['ttft_ms']['median'])} | "
+                   f"{_ratio(pu['ttft_ms']['mean'], pc['ttft_ms']['mean'])} | | "
+                   f"{_ratio(pu['e2e_ms']['median'], pc['e2e_ms']['median'])} |")
+    out += ["", f"(whole sweep: {sweep['elapsed_s']} s wall)"]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    text = serving_section(sys.argv[1])
+    print(text or f"no serving sweep in {sys.argv[1]}")

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-cli from the source distribution of the PyPI package
-# llama-cpp-python (which carries llama.cpp under vendor/), CPU only, into third_party/llama.cpp.
-# Does nothing when the binaries are already there.
+# Builds llama.cpp's llama-bench, llama-server (the serving peer of bench/serve-sweep.sh) and llama-cli
+# from the source distribution of the PyPI package llama-cpp-python (which carries llama.cpp under
+# vendor/), CPU only, into third_party/llama.cpp. Does nothing when the binaries are already there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version=0.3.36
 out=third_party/llama.cpp
-if [ -x "$out/build/bin/llama-bench" ]; then
-  echo "llama.cpp: $out/build/bin/llama-bench present"
+if [ -x "$out/build/bin/llama-bench" ] && [ -x "$out/build/bin/llama-server" ]; then
+  echo "llama.cpp: $out/build/bin/llama-bench and llama-server present"
   exit 0
 fi
 mkdir -p third_party
@@ -21,4 +21,4 @@ mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$out"
 cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
   -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
 cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-simple 2>&1 | tail -3
-echo "llama.cpp: built $out/build/bin/llama-bench"
+echo "llama.cpp: built $out/build/bin/llama-bench and llama-server"

@@ -1,0 +1,52 @@
+// LoadBackend: the server under load as the runner sees it — start a streamed generation of a
+// BenchRequest, receive what came back for any request in flight, cancel one. The runner, dataset,
+// arrivals, metrics and report are the same for every backend; only this differs:
+//  - TpserveBackend: tpserve's client protocol (tcp://, ZeroMQ + Cap'n Proto).
+//  - LlamaServerBackend: llama.cpp's llama-server, POST /completion streamed as Server-Sent Events
+//    (http://).
+// Both count output tokens as the server counts them (tpserve: the ids in each chunk;
+// llama-server: the growth of its tokens_predicted), and report the server's own total at the end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "bench/loadgen/dataset.h"
+#include "common/status.h"
+
+namespace tpserve::loadgen {
+
+struct BackendEvent {
+  enum class Kind { kTokens, kFinish, kError };
+  Kind kind = Kind::kTokens;
+  uint64_t request_id = 0;
+  int32_t num_tokens = 0;               // kTokens: output tokens this message adds (> 0)
+  int32_t reported_output_tokens = -1;  // kFinish: the server's total for the request (< 0: not reported)
+  int32_t cached_prompt_tokens = 0;     // kFinish: prompt tokens the server took from its prefix cache
+  std::string error;                    // kError: why the request failed
+};
+
+struct ServerInfo {
+  std::string model_name;
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;  // longest prompt + output one request may have
+};
+
+class LoadBackend {
+ public:
+  virtual ~LoadBackend() = default;
+
+  // The server's model, vocabulary and context; UNAVAILABLE when it is not ready to serve.
+  virtual StatusOr<ServerInfo> Info() = 0;
+  // Sends the request (prompt ids, output_len tokens with ignore_eos, greedy, streamed); returns
+  // its id, unique for this backend. An error here is of the connection, not of the request.
+  virtual StatusOr<uint64_t> Start(const BenchRequest& request) = 0;
+  // Stops a request in flight; no event of it follows.
+  virtual void Cancel(uint64_t request_id) = 0;
+  // The next event of any request in flight, waiting up to `timeout`. DEADLINE_EXCEEDED when none
+  // came; any other error ends the run.
+  virtual StatusOr<BackendEvent> Receive(std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace tpserve::loadgen
