@@ -13,6 +13,8 @@
 // generate: text streams to stdout as it is final; --print-ids prints the generated ids
 // space-separated on one line (the output of `tpserve-run --print-ids`); --json prints one JSON
 // object per sample. Exit code 1 and the typed error on stderr when the server refuses.
+// Without --seed the server draws a fresh seed per request; each sample's summary line on stderr
+// and its JSON object ("seed") report it, and --seed with that value replays the request.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +138,7 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
     } else if (arg == "--seed") {
       ASSIGN_OR_RETURN(std::string v, value());
       f.request.sampling.seed = std::strtoull(v.c_str(), nullptr, 10);
+      f.request.sampling.has_seed = true;
     } else if (arg == "--stop") {
       ASSIGN_OR_RETURN(std::string v, value());
       f.request.stop.push_back(v);
@@ -219,7 +222,7 @@ int Generate(const CliFlags& flags) {
                 << "\",\"usage\":{\"prompt_tokens\":" << finish.usage.prompt_tokens
                 << ",\"completion_tokens\":" << finish.usage.completion_tokens
                 << ",\"cached_prompt_tokens\":" << finish.usage.cached_prompt_tokens << "},\"ttft_ms\":" << finish.ttft_ms
-                << ",\"tpot_ms\":" << finish.tpot_ms << "}" << std::endl;
+                << ",\"tpot_ms\":" << finish.tpot_ms << ",\"seed\":" << finish.seed << "}" << std::endl;
     } else if (flags.print_ids) {
       for (size_t i = 0; i < result->token_ids[s].size(); ++i) std::cout << (i ? " " : "") << result->token_ids[s][i];
       std::cout << std::endl;
@@ -228,9 +231,10 @@ int Generate(const CliFlags& flags) {
     } else {
       std::cout << result->text[s] << std::endl;
     }
-    std::fprintf(stderr, "[%s] %u prompt tokens (%u cached), %u generated; TTFT %.1f ms, TPOT %.1f ms\n",
+    std::fprintf(stderr, "[%s] %u prompt tokens (%u cached), %u generated; TTFT %.1f ms, TPOT %.1f ms; seed %llu\n",
                  proto::FinishReasonName(finish.reason), finish.usage.prompt_tokens,
-                 finish.usage.cached_prompt_tokens, finish.usage.completion_tokens, finish.ttft_ms, finish.tpot_ms);
+                 finish.usage.cached_prompt_tokens, finish.usage.completion_tokens, finish.ttft_ms, finish.tpot_ms,
+                 static_cast<unsigned long long>(finish.seed));
   }
   return 0;
 }

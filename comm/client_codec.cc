@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "comm/sampling_wire.h"
 #include "comm/schema/client.capnp.h"
 
 namespace tpserve::proto {
@@ -23,22 +24,6 @@ std::string ToBytes(capnp::MessageBuilder& builder) {
 std::string ToString(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
 
 // ---- encoding -------------------------------------------------------------------------------
-
-void EncodeSampling(const SamplingParams& s, client_wire::SamplingParams::Builder out) {
-  out.setTemperature(s.temperature);
-  out.setTopK(s.top_k);
-  out.setTopP(s.top_p);
-  out.setMinP(s.min_p);
-  out.setRepetitionPenalty(s.repetition_penalty);
-  out.setPresencePenalty(s.presence_penalty);
-  out.setFrequencyPenalty(s.frequency_penalty);
-  out.setSeed(s.seed);
-  auto bias = out.initLogitBias(static_cast<unsigned>(s.logit_bias.size()));
-  for (size_t i = 0; i < s.logit_bias.size(); ++i) {
-    bias[i].setTokenId(s.logit_bias[i].first);
-    bias[i].setBias(s.logit_bias[i].second);
-  }
-}
 
 void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Builder out) {
   switch (g.prompt_kind) {
@@ -59,7 +44,7 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
       break;
     }
   }
-  EncodeSampling(g.sampling, out.initSampling());
+  sampling_wire::FillSamplingParams(g.sampling, out.initSampling());
   out.setMaxTokens(g.max_tokens);
   auto stop = out.initStop(static_cast<unsigned>(g.stop.size()));
   for (size_t i = 0; i < g.stop.size(); ++i) stop.set(i, g.stop[i]);
@@ -80,22 +65,6 @@ Status CheckSize(size_t size, size_t limit, const char* what) {
                            std::to_string(limit));
   }
   return OkStatus();
-}
-
-StatusOr<SamplingParams> DecodeSampling(client_wire::SamplingParams::Reader in) {
-  SamplingParams s;
-  s.temperature = in.getTemperature();
-  s.top_k = in.getTopK();
-  s.top_p = in.getTopP();
-  s.min_p = in.getMinP();
-  s.repetition_penalty = in.getRepetitionPenalty();
-  s.presence_penalty = in.getPresencePenalty();
-  s.frequency_penalty = in.getFrequencyPenalty();
-  s.seed = in.getSeed();
-  auto bias = in.getLogitBias();
-  RETURN_IF_ERROR(CheckSize(bias.size(), kMaxLogitBias, "logit_bias entries"));
-  for (auto b : bias) s.logit_bias.emplace_back(b.getTokenId(), b.getBias());
-  return s;
 }
 
 StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in) {
@@ -130,7 +99,8 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
     default:
       return InvalidArgument("generate request with an unknown prompt kind");
   }
-  ASSIGN_OR_RETURN(g.sampling, DecodeSampling(in.getSampling()));
+  RETURN_IF_ERROR(CheckSize(in.getSampling().getLogitBias().size(), kMaxLogitBias, "logit_bias entries"));
+  g.sampling = sampling_wire::ReadSamplingParams(in.getSampling());
   g.max_tokens = in.getMaxTokens();
   auto stop = in.getStop();
   RETURN_IF_ERROR(CheckSize(stop.size(), kMaxStopStrings, "stop strings"));
@@ -313,6 +283,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       u.setCachedPromptTokens(m.finish.usage.cached_prompt_tokens);
       f.setTtftMs(m.finish.ttft_ms);
       f.setTpotMs(m.finish.tpot_ms);
+      f.setSeed(m.finish.seed);
       break;
     }
     case ServerMessageKind::kError: {
@@ -394,6 +365,7 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.finish.usage.cached_prompt_tokens = f.getUsage().getCachedPromptTokens();
         m.finish.ttft_ms = f.getTtftMs();
         m.finish.tpot_ms = f.getTpotMs();
+        m.finish.seed = f.getSeed();
         break;
       }
       case client_wire::ServerMessage::Body::ERROR: {

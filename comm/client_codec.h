@@ -21,7 +21,7 @@
 // also exist, with other meanings, in model/ and coordinator/.
 namespace tpserve::proto {
 
-inline constexpr uint32_t kClientProtocolVersion = 1;  // == client.capnp kClientProtocolVersion
+inline constexpr uint32_t kClientProtocolVersion = 2;  // == client.capnp kClientProtocolVersion
 
 // Limits of one decoded message (each a generous bound a real request never reaches).
 inline constexpr size_t kMaxClientMessageBytes = 8u << 20;  // also the ZMQ_MAXMSGSIZE of the socket
@@ -62,7 +62,8 @@ struct GenerateRequest {
   std::string prompt_text;              // kText
   std::vector<int32_t> prompt_ids;      // kTokenIds
   std::vector<ChatMessage> chat;        // kChat
-  SamplingParams sampling;              // num_logprobs carries the request's numLogprobs
+  SamplingParams sampling;              // num_logprobs carries the request's numLogprobs;
+                                        // has_seed false: the coordinator draws a seed
   uint32_t max_tokens = 16;
   std::vector<std::string> stop;        // stop strings
   std::vector<int32_t> stop_token_ids;
@@ -106,6 +107,7 @@ struct Finish {
   Usage usage;
   double ttft_ms = 0;
   double tpot_ms = 0;
+  uint64_t seed = 0;  // the request's seed, given or drawn by the coordinator: replays the request
 };
 
 struct ErrorReply {

@@ -18,6 +18,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
+  // Whether the client gave `seed`. Without one the coordinator draws a fresh seed per request and
+  // sets has_seed; workers use `seed` as it is either way.
+  bool has_seed = false;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
   int32_t num_logprobs = 0;                           // top-n logprobs to return (0: none)
 

@@ -6,6 +6,8 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include "comm/sampling_wire.h"
+
 namespace tpserve::wire_convert {
 namespace {
 
@@ -22,40 +24,6 @@ std::vector<T> ReadList(ListReader list) {
   return values;
 }
 
-void FillSampling(const SamplingParams& s, wire::SamplingParams::Builder out) {
-  out.setTemperature(s.temperature);
-  out.setTopK(s.top_k);
-  out.setTopP(s.top_p);
-  out.setMinP(s.min_p);
-  out.setRepetitionPenalty(s.repetition_penalty);
-  out.setPresencePenalty(s.presence_penalty);
-  out.setFrequencyPenalty(s.frequency_penalty);
-  out.setSeed(s.seed);
-  if (!s.logit_bias.empty()) {
-    auto bias = out.initLogitBias(static_cast<unsigned>(s.logit_bias.size()));
-    for (size_t i = 0; i < s.logit_bias.size(); ++i) {
-      bias[i].setTokenId(s.logit_bias[i].first);
-      bias[i].setBias(s.logit_bias[i].second);
-    }
-  }
-  out.setNumLogprobs(s.num_logprobs);
-}
-
-SamplingParams ReadSampling(wire::SamplingParams::Reader in) {
-  SamplingParams s;
-  s.temperature = in.getTemperature();
-  s.top_k = in.getTopK();
-  s.top_p = in.getTopP();
-  s.min_p = in.getMinP();
-  s.repetition_penalty = in.getRepetitionPenalty();
-  s.presence_penalty = in.getPresencePenalty();
-  s.frequency_penalty = in.getFrequencyPenalty();
-  s.seed = in.getSeed();
-  for (auto b : in.getLogitBias()) s.logit_bias.emplace_back(b.getTokenId(), b.getBias());
-  s.num_logprobs = in.getNumLogprobs();
-  return s;
-}
-
 }  // namespace
 
 void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
@@ -70,7 +38,8 @@ void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
     FillList(seq.token_ids, s.initTokenIds(static_cast<unsigned>(seq.token_ids.size())));
     FillList(seq.block_table, s.initBlockTable(static_cast<unsigned>(seq.block_table.size())));
     s.setNeedsToken(seq.needs_token);
-    FillSampling(seq.sampling, s.initSampling());
+    sampling_wire::FillSamplingParams(seq.sampling, s.initSampling());
+    s.setNumLogprobs(seq.sampling.num_logprobs);
     s.setSampleIndex(seq.sample_index);
     if (!seq.penalty_tokens.empty()) {
       FillList(seq.penalty_tokens, s.initPenaltyTokens(static_cast<unsigned>(seq.penalty_tokens.size())));
@@ -98,7 +67,8 @@ StepPlan ReadStepPlan(wire::StepPlan::Reader in) {
     seq.token_ids = ReadList<int32_t>(s.getTokenIds());
     seq.block_table = ReadList<int32_t>(s.getBlockTable());
     seq.needs_token = s.getNeedsToken();
-    seq.sampling = ReadSampling(s.getSampling());
+    seq.sampling = sampling_wire::ReadSamplingParams(s.getSampling());
+    seq.sampling.num_logprobs = s.getNumLogprobs();
     seq.sample_index = s.getSampleIndex();
     seq.penalty_tokens = ReadList<int32_t>(s.getPenaltyTokens());
     plan.sequences.push_back(std::move(seq));

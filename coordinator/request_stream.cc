@@ -12,9 +12,10 @@ SampleUsage UsageOf(const Sequence& seq) {
   return u;
 }
 
-RequestStream::RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request,
+RequestStream::RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request, uint64_t seed,
                              const Tokenizer* tokenizer)
     : client_request_id_(client_request_id),
+      seed_(seed),
       is_stream_(request.stream),
       wants_logprobs_(request.sampling.num_logprobs > 0) {
   const uint32_t n = std::max<uint32_t>(request.n, 1);
@@ -49,6 +50,7 @@ proto::ServerMessage RequestStream::FinishMessage(int32_t sample_index, proto::F
   m.finish.usage.cached_prompt_tokens = static_cast<uint32_t>(usage.num_cached_prompt_tokens);
   m.finish.ttft_ms = usage.ttft_s < 0 ? 0 : usage.ttft_s * 1e3;
   m.finish.tpot_ms = usage.tpot_s < 0 ? 0 : usage.tpot_s * 1e3;
+  m.finish.seed = seed_;
   return m;
 }
 

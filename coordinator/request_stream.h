@@ -31,8 +31,10 @@ SampleUsage UsageOf(const Sequence& seq);
 
 class RequestStream {
  public:
+  // `seed`: the request's seed (given, or drawn by the server), reported in every Finish.
   // `tokenizer` may be null (no text, ids only); it must outlive the stream.
-  RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request, const Tokenizer* tokenizer);
+  RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request, uint64_t seed,
+                const Tokenizer* tokenizer);
 
   struct Output {
     std::vector<proto::ServerMessage> messages;  // to send, in order
@@ -62,6 +64,7 @@ class RequestStream {
   proto::ServerMessage FinishMessage(int32_t sample_index, proto::FinishReason reason, const SampleUsage& usage);
 
   uint64_t client_request_id_;
+  uint64_t seed_;
   bool is_stream_;
   bool wants_logprobs_;
   std::vector<Sample> samples_;

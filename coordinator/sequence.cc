@@ -1,5 +1,7 @@
 #include "coordinator/sequence.h"
 
+#include <random>
+
 #include "common/check.h"
 
 namespace tpserve {
@@ -55,6 +57,11 @@ uint64_t SampleSeed(uint64_t request_seed, int32_t sample_index) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+uint64_t DrawRequestSeed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) | static_cast<uint64_t>(device());
 }
 
 }  // namespace tpserve

@@ -50,6 +50,10 @@ inline uint64_t SequenceIdOf(uint64_t request_id, int32_t sample_index) {
 // distinct seeds; sample 0 keeps the request's seed, so n = 1 equals tpserve-run with that seed.
 uint64_t SampleSeed(uint64_t request_seed, int32_t sample_index);
 
+// A fresh seed (64 bits of std::random_device) for a request that gave none, as vLLM does: unseeded
+// requests draw different tokens, and the seed, reported in each Finish, replays the request.
+uint64_t DrawRequestSeed();
+
 struct Sequence {
   // Identity and request settings (fixed at Add).
   uint64_t seq_id = 0;

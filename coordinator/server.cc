@@ -189,6 +189,10 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   schedule.request_id = next_request_id_;
   schedule.prompt_ids = std::move(*prompt);
   schedule.sampling = request.sampling;
+  if (!schedule.sampling.has_seed) {
+    schedule.sampling.seed = DrawRequestSeed();
+    schedule.sampling.has_seed = true;
+  }
   schedule.stopping.max_tokens = static_cast<int32_t>(std::min<uint32_t>(request.max_tokens, 1u << 30));
   schedule.stopping.stop_token_ids = request.stop_token_ids;
   schedule.stopping.ignore_eos = request.ignore_eos;
@@ -199,13 +203,14 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   }
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
+  const uint64_t seed = schedule.sampling.seed;
   Status added = group->scheduler().Add(std::move(schedule));
   if (!added.ok()) return Reject(client_id, client_request_id, added);
 
   LiveRequest live;
   live.client_id = client_id;
   live.group_id = group->group_id();
-  live.stream = std::make_unique<RequestStream>(client_request_id, request, tokenizer_);
+  live.stream = std::make_unique<RequestStream>(client_request_id, request, seed, tokenizer_);
   requests_.emplace(next_request_id_, std::move(live));
   request_by_client_[{client_id, client_request_id}] = next_request_id_;
   ++next_request_id_;

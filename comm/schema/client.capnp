@@ -3,18 +3,20 @@
 # frame, unpacked encoding. The coordinator answers every request with messages carrying the same
 # requestId; a generate request ends with exactly one `finish` or one `error`.
 #
-# Generated C++ lives in tpserve::client_wire (worker.capnp has tpserve::wire; names overlap).
+# Generated C++ lives in tpserve::client_wire (worker.capnp has tpserve::wire; names overlap). The
+# sampling settings and token logprobs are common.capnp's, shared with the worker protocol.
 #
 # Versioning: every message carries `version`. The coordinator accepts requests whose version equals
 # kClientProtocolVersion and answers any other with an `error` of kind invalidRequest. New fields are
 # only ever appended (Cap'n Proto keeps old readers working); a change old peers cannot ignore bumps
-# the version.
+# the version. Version 2: SamplingParams.hasSeed (a version-1 client's seed would read as "none").
 @0xc48070df8ad3a51a;
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tpserve::client_wire");
+using Common = import "common.capnp";
 
-const kClientProtocolVersion :UInt32 = 1;
+const kClientProtocolVersion :UInt32 = 2;
 
 # ---------------------------------------------------------------------------------------------
 # Client -> coordinator
@@ -37,30 +39,13 @@ struct ChatMessage {
   content @1 :Text;
 }
 
-struct LogitBias {
-  tokenId @0 :Int32;         # 0 <= tokenId < vocabulary size
-  bias @1 :Float32;          # added to the token's logit before any other processing
-}
-
-struct SamplingParams {
-  temperature @0 :Float32 = 0.0;        # 0: greedy (argmax, ties to the lowest id); else > 0, <= 100
-  topK @1 :Int32 = 0;                   # 0: off; else keep the k most likely tokens
-  topP @2 :Float32 = 1.0;               # (0, 1]; 1: off
-  minP @3 :Float32 = 0.0;               # [0, 1]; 0: off; keep tokens with p >= minP * p_max
-  repetitionPenalty @4 :Float32 = 1.0;  # > 0; 1: off
-  presencePenalty @5 :Float32 = 0.0;    # [-2, 2]
-  frequencyPenalty @6 :Float32 = 0.0;   # [-2, 2]
-  seed @7 :UInt64 = 0;                  # the draw is a function of (seed, sample index, step) only
-  logitBias @8 :List(LogitBias);
-}
-
 struct GenerateRequest {
   prompt :union {
     text @0 :Text;                      # raw text, tokenized as is (BOS added when the model asks)
     tokenIds @1 :List(Int32);           # already tokenized: every id in [0, V)
     chat @2 :List(ChatMessage);         # rendered with the model's chat format + assistant prompt
   }
-  sampling @3 :SamplingParams;
+  sampling @3 :Common.SamplingParams;
   maxTokens @4 :UInt32 = 16;            # >= 1; generation stops after this many tokens (reason length)
   stop @5 :List(Text);                  # stop strings: the text ends before the first match (reason stop)
   stopTokenIds @6 :List(Int32);         # finishing tokens besides EOS (its id is reported, its text is not)
@@ -86,14 +71,9 @@ struct ServerMessage {
   }
 }
 
-struct TokenLogprob {
-  tokenId @0 :Int32;
-  logprob @1 :Float32;
-}
-
 struct TokenLogprobs {
   logprob @0 :Float32;                  # of the chosen token under the model's raw distribution
-  top @1 :List(TokenLogprob);           # the numLogprobs most likely tokens, most likely first
+  top @1 :List(Common.TokenLogprob);    # the numLogprobs most likely tokens, most likely first
 }
 
 struct TokenChunk {
@@ -121,6 +101,7 @@ struct Finish {
   usage @2 :Usage;
   ttftMs @3 :Float64;                   # arrival -> first token of this sample
   tpotMs @4 :Float64;                   # mean time per output token after the first
+  seed @5 :UInt64;                      # the request's seed (given or drawn): send it to replay
 }
 
 enum ErrorKind {

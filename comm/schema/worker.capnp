@@ -12,26 +12,10 @@
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tpserve::wire");
+using Common = import "common.capnp";
 
-const workerProtocolVersion :UInt32 = 1;
-
-struct LogitBias {
-  tokenId @0 :Int32;
-  bias @1 :Float32;
-}
-
-struct SamplingParams {
-  temperature @0 :Float32;              # 0: greedy
-  topK @1 :Int32;                       # 0: off
-  topP @2 :Float32 = 1.0;               # 1: off
-  minP @3 :Float32;                     # 0: off
-  repetitionPenalty @4 :Float32 = 1.0;
-  presencePenalty @5 :Float32;
-  frequencyPenalty @6 :Float32;
-  seed @7 :UInt64;
-  logitBias @8 :List(LogitBias);
-  numLogprobs @9 :Int32;                # top-n logprobs to return
-}
+# Version 2: SequencePlan.sampling is common.capnp's SamplingParams; numLogprobs moved to SequencePlan.
+const workerProtocolVersion :UInt32 = 2;
 
 struct SequencePlan {
   seqId @0 :UInt64;
@@ -39,9 +23,10 @@ struct SequencePlan {
   tokenIds @2 :List(Int32);             # [n]
   blockTable @3 :List(Int32);           # physical KV blocks covering [0, numCached + n)
   needsToken @4 :Bool;
-  sampling @5 :SamplingParams;
+  sampling @5 :Common.SamplingParams;   # seed is the one to use; hasSeed is not read
   sampleIndex @6 :UInt32;
   penaltyTokens @7 :List(Int32);
+  numLogprobs @8 :Int32;                # top-n logprobs to return
 }
 
 struct BlockCopy {
@@ -56,16 +41,11 @@ struct StepPlan {
   returnLogits @3 :Bool;
 }
 
-struct TokenLogprob {
-  tokenId @0 :Int32;
-  logprob @1 :Float32;
-}
-
 struct SequenceResult {
   seqId @0 :UInt64;
   tokenId @1 :Int32 = -1;
   logprob @2 :Float32;
-  topLogprobs @3 :List(TokenLogprob);
+  topLogprobs @3 :List(Common.TokenLogprob);
   logits @4 :List(Float32);             # [V], only when StepPlan.returnLogits
 }
 

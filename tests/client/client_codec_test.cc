@@ -23,6 +23,7 @@ ClientMessage FullGenerate() {
   g.sampling.presence_penalty = 0.5f;
   g.sampling.frequency_penalty = -0.25f;
   g.sampling.seed = 99;
+  g.sampling.has_seed = true;
   g.sampling.logit_bias = {{7, -100.0f}, {9, 2.5f}};
   g.sampling.num_logprobs = 3;
   g.max_tokens = 77;
@@ -58,6 +59,7 @@ TEST(ClientCodecTest, GenerateRoundTripsEveryField) {
   EXPECT_FLOAT_EQ(g.sampling.presence_penalty, 0.5f);
   EXPECT_FLOAT_EQ(g.sampling.frequency_penalty, -0.25f);
   EXPECT_EQ(g.sampling.seed, 99u);
+  EXPECT_TRUE(g.sampling.has_seed);
   EXPECT_EQ(g.sampling.logit_bias, in.generate.sampling.logit_bias);
   EXPECT_EQ(g.sampling.num_logprobs, 3);
   EXPECT_EQ(g.max_tokens, 77u);
@@ -90,6 +92,7 @@ TEST(ClientCodecTest, PromptKindsRoundTrip) {
   // Defaults of an untouched request survive the trip.
   EXPECT_FLOAT_EQ(out->generate.sampling.top_p, 1.0f);
   EXPECT_FLOAT_EQ(out->generate.sampling.repetition_penalty, 1.0f);
+  EXPECT_FALSE(out->generate.sampling.has_seed) << "no seed given: the coordinator draws one";
   EXPECT_EQ(out->generate.n, 1u);
   EXPECT_TRUE(out->generate.stream);
 }
@@ -131,12 +134,14 @@ TEST(ClientCodecTest, ServerMessagesRoundTrip) {
   fin.finish.reason = FinishReason::kLength;
   fin.finish.usage = {10, 20, 8};
   fin.finish.ttft_ms = 12.5;
+  fin.finish.seed = 0xfedcba9876543210ULL;
   bytes = EncodeServerMessage(fin);
   out = DecodeServerMessage(bytes.data(), bytes.size());
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->finish.reason, FinishReason::kLength);
   EXPECT_EQ(out->finish.usage.cached_prompt_tokens, 8u);
   EXPECT_DOUBLE_EQ(out->finish.ttft_ms, 12.5);
+  EXPECT_EQ(out->finish.seed, 0xfedcba9876543210ULL);
 
   ServerMessage err = MakeErrorMessage(3, ErrorKind::kWorkerLost, "group 0 lost");
   bytes = EncodeServerMessage(err);

@@ -31,6 +31,7 @@ StepPlan RandomPlan(std::mt19937& rng, int num_sequences) {
     seq.sampling.presence_penalty = 0.5f;
     seq.sampling.frequency_penalty = -0.25f;
     seq.sampling.seed = (uint64_t{rng()} << 32) | rng();
+    seq.sampling.has_seed = rng() % 2;
     seq.sampling.logit_bias = {{token(rng), 2.5f}, {token(rng), -100.0f}};
     seq.sampling.num_logprobs = 5;
     seq.sample_index = rng();
@@ -64,6 +65,7 @@ void ExpectSamePlan(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(x.sampling.presence_penalty, y.sampling.presence_penalty);
     EXPECT_EQ(x.sampling.frequency_penalty, y.sampling.frequency_penalty);
     EXPECT_EQ(x.sampling.seed, y.sampling.seed);
+    EXPECT_EQ(x.sampling.has_seed, y.sampling.has_seed);
     EXPECT_EQ(x.sampling.logit_bias, y.sampling.logit_bias);
     EXPECT_EQ(x.sampling.num_logprobs, y.sampling.num_logprobs);
   }

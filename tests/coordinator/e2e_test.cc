@@ -7,6 +7,7 @@
 //    produce alone: batching, paging, chunked prefill or sampling that depends on the batch break it;
 //  - cancelling half of the requests mid-stream leaves zero KV blocks in use;
 //  - a repeated prompt prefix is served from the prefix cache and gives the same ids as cold;
+//  - an unseeded sampled request gets a fresh seed, and that seed sent back replays its ids exactly;
 //  - invalid requests get typed errors and the server keeps serving; Shutdown ends the group (exit 0).
 #include <gtest/gtest.h>
 
@@ -146,6 +147,7 @@ class EndToEnd {
         r.sampling.temperature = 0.9f;
         r.sampling.top_k = 50;
         r.sampling.seed = rng();
+        r.sampling.has_seed = true;
       }
     }
     return requests;
@@ -236,6 +238,29 @@ void CheckPrefixCache(EndToEnd& e2e, int block_multiple) {
   EXPECT_GT(stats->prefix_hit_rate, 0.0);
 }
 
+// Unseeded sampled requests draw fresh seeds (reported in the finish); the reported seed sent back
+// replays the request's ids exactly through the real worker group.
+void CheckUnseededRequestsReplay(EndToEnd& e2e) {
+  proto::GenerateRequest r;
+  r.prompt_kind = proto::PromptKind::kTokenIds;
+  r.prompt_ids = {5, 17, 42, 99, 7, 300};
+  r.max_tokens = 12;
+  r.ignore_eos = true;
+  r.sampling.temperature = 1.0f;
+  auto first = e2e.client_->Generate(r);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = e2e.client_->Generate(r);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_NE(first->finish[0].seed, second->finish[0].seed);
+  proto::GenerateRequest replay = r;
+  replay.sampling.seed = first->finish[0].seed;
+  replay.sampling.has_seed = true;
+  auto again = e2e.client_->Generate(replay);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->token_ids[0], first->token_ids[0]);
+  EXPECT_EQ(again->finish[0].seed, first->finish[0].seed);
+}
+
 void CheckErrorsKeepServing(EndToEnd& e2e) {
   proto::GenerateRequest bad;
   bad.prompt_kind = proto::PromptKind::kTokenIds;
@@ -289,6 +314,7 @@ TEST_F(EndToEndTest, SyntheticModelTp2) {
   CheckConcurrentEqualsAlone(e2e, 24, 60, 24);
   CheckCancelHalfLeaksNothing(e2e, 16, 64);
   CheckPrefixCache(e2e, 48);
+  CheckUnseededRequestsReplay(e2e);
   CheckErrorsKeepServing(e2e);
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace tpserve {
 namespace {
 
@@ -40,6 +42,20 @@ TEST(SequenceTest, IdsDependOnRequestAndSampleOnly) {
   EXPECT_STREQ(FinishReasonName(FinishReason::kLength), "length");
   EXPECT_STREQ(FinishReasonName(FinishReason::kCancelled), "cancelled");
   EXPECT_STREQ(SequenceStatusName(SequenceStatus::kRunning), "running");
+}
+
+TEST(SequenceTest, DrawnSeedsAreFreshAndUseAllSixtyFourBits) {
+  // 16 draws of 64 random bits: a repeat (chance ~2^-57) or an empty high half in every draw
+  // (2^-512) means the seed is not drawn afresh from 64 bits.
+  std::set<uint64_t> seeds;
+  bool has_high_bits = false;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t seed = DrawRequestSeed();
+    seeds.insert(seed);
+    has_high_bits |= (seed >> 32) != 0;
+  }
+  EXPECT_EQ(seeds.size(), 16u);
+  EXPECT_TRUE(has_high_bits);
 }
 
 }  // namespace

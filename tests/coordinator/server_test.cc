@@ -144,6 +144,7 @@ TEST_F(ServerTest, ConcurrentRequestsEachProduceTheirReferenceIds) {
     if (i % 2 == 1) {
       r.sampling.temperature = 0.8f;
       r.sampling.seed = rng();
+      r.sampling.has_seed = true;
     }
     if (i % 5 == 0) r.n = 2;
     auto id = client->Start(r);
@@ -228,6 +229,44 @@ TEST_F(ServerTest, NonStreamingSendsOneChunkPerSampleWithLogprobs) {
     ASSERT_EQ(chunk_of[s].logprobs[3].top.size(), 2u);
     EXPECT_EQ(chunk_of[s].logprobs[3].top[1].token_id, 1);
   }
+}
+
+// Without a seed the coordinator draws a fresh one per request (as vLLM does) and reports it in
+// every Finish: two unseeded sampled requests on one prompt get different seeds and different
+// tokens, each sample's tokens are the reference for the reported seed, and sending the seed back
+// replays the request exactly.
+TEST_F(ServerTest, UnseededRequestsDrawFreshSeedsThatReplay) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  constexpr uint32_t kMaxTokens = 12;
+  proto::GenerateRequest r = IdsRequest({3, 1, 4, 1, 5, 9, 2, 6}, kMaxTokens);
+  r.ignore_eos = true;
+  r.n = 2;
+  r.sampling.temperature = 1.0f;
+  auto first = client->Generate(r);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = client->Generate(r);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  const uint64_t seed = first->finish[0].seed;
+  EXPECT_EQ(first->finish[1].seed, seed) << "every sample reports the request's seed";
+  EXPECT_NE(second->finish[0].seed, seed);
+  EXPECT_NE(second->token_ids[0], first->token_ids[0]);
+  for (uint32_t s = 0; s < r.n; ++s) {
+    SamplingParams drawn = r.sampling;
+    drawn.seed = SampleSeed(seed, static_cast<int32_t>(s));
+    EXPECT_EQ(first->token_ids[s], FakeReference(r.prompt_ids, drawn, kMaxTokens, /*eos_id=*/-1, kVocab))
+        << "sample " << s;
+  }
+
+  proto::GenerateRequest replay = r;
+  replay.sampling.seed = seed;
+  replay.sampling.has_seed = true;
+  auto again = client->Generate(replay);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->token_ids, first->token_ids);
+  EXPECT_EQ(again->finish[0].seed, seed);
 }
 
 // Two groups (data-parallel replicas): requests spread over both, each still exact.
