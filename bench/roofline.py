@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results")
 COLORS = {"smollm2-q4_1": "tab:blue", "synth135m-q8_0": "tab:orange", "synth135m-f32": "tab:green",
           "synth1b-q8_0": "tab:red"}
 MARKERS = {1: "o", 2: "s", 4: "^", 8: "D"}

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark of the project on this machine, in one run (~25 minutes on 2 cores, ~15 without the serving sweep).
+# `make bench`: every benchmark of the project on this machine, in one run (~30 minutes on 2 cores).
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
-#     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), batch 1 and 32
+#     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), decode at batch 1, 8, 32 and 64
 #  3. all-reduce: tpserve-bench-allreduce under mpirun -np 2
-#  4. peer: llama.cpp's llama-bench on the same files and thread count
-#  5. bench/results/summary.md + calibration.json (bench/summarize.py), the roofline PNG
-#     (bench/roofline.py), bench/README.md's table, and the H200 projection (bench/scaling_model.py)
-# Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run, BENCH_TMP (default /tmp/tpserve-bench).
+#  4. peer: llama.cpp's llama-bench (pp512 / tg128) on the same files and thread count
+#  5. the floor: tpserve-bench-naive (generation without a KV cache)
+#  6. serving: bench/serve-sweep.sh (tpserve serve TP 1/2 under tpserve-bench, and llama.cpp's llama-server
+#     under the same load as the peer)
+#  7. bench/results/summary.md + calibration.json (bench/summarize.py), the roofline PNG
+#     (bench/roofline.py), bench/README.md's tables, and the H200 projection (bench/scaling_model.py)
+# Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run (~5 minutes: small sizes, one
+# serving point), BENCH_TMP (default /tmp/tpserve-bench), BENCH_RESULTS (default bench/results; elsewhere,
+# the page is written there too, not over bench/README.md: for trial runs that must not touch the committed results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${BUILD:-build}
-results=bench/results
+results=${BENCH_RESULTS:-bench/results}
+export BENCH_RESULTS=$results
 tmp=${BENCH_TMP:-/tmp/tpserve-bench}
 quick=${BENCH_QUICK:-0}
 mkdir -p "$results" "$tmp"
@@ -20,14 +26,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 threads=$(nproc)
 start=$(date +%s)
 
-need() {
+need() {  # builds each target whose program is not in the build tree yet
   for t in "$@"; do
-    if [ ! -x "$build/bench/$t" ] && [ ! -x "$build/model/$t" ]; then
+    if [ -z "$(find "$build" -maxdepth 2 -type f -name "$t" -perm -u+x 2>/dev/null | head -1)" ]; then
       cmake --build "$build" --target "$t" -j "$threads"
     fi
   done
 }
-need tpserve-bench-stream tpserve-bench-kernels tpserve-bench-engine tpserve-bench-allreduce tpserve-mkmodel
+need tpserve-bench-stream tpserve-bench-kernels tpserve-bench-engine tpserve-bench-allreduce tpserve-mkmodel \
+  tpserve-bench-naive tpserve-bench tpserve tpserve-coordinator tpserve-worker
 mkmodel=$build/model/tpserve-mkmodel
 engine=$build/bench/tpserve-bench-engine
 
@@ -55,7 +62,8 @@ done
 
 step "engine"
 steps=16
-[ "$quick" = 1 ] && steps=4
+batches=1,8,32,64
+[ "$quick" = 1 ] && steps=4 && batches=1,8
 rm -f "$results"/engine_*.json
 for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
   file=${files[$name]:-}
@@ -76,7 +84,7 @@ for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
     label="TP$tp"
     [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
     step "engine $name $label"
-    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches 1,32 --prompt "$prompt" \
+    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$batches" --prompt "$prompt" \
       --decode-steps "$model_steps" --json "$results/engine_${name}_tp$tp.json" ||
       echo "engine $name TP$tp failed (continuing)"
   done
@@ -89,7 +97,7 @@ mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_i
 
 step "llama.cpp peer"
 llama_bench=third_party/llama.cpp/build/bin/llama-bench
-if [ ! -x "$llama_bench" ]; then bench/peers/build-llama-cpp.sh || true; fi
+if [ ! -x "$llama_bench" ] || [ ! -x third_party/llama.cpp/build/bin/llama-server ]; then bench/peers/build-llama-cpp.sh || true; fi
 rm -f "$results"/llamacpp_*.json
 if [ -x "$llama_bench" ]; then
   # llama.cpp's threads busy-wait at barriers, which a loaded shared host punishes: one repetition each
@@ -97,7 +105,7 @@ if [ -x "$llama_bench" ]; then
   for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32; do
     file=${files[$name]:-}
     [ -n "$file" ] || continue
-    p=512; n=32; reps=1
+    p=512; n=128; reps=1
     [ "$quick" = 1 ] && p=64 && n=8 && reps=1
     "$llama_bench" -m "$file" -t "$threads" -p "$p" -n "$n" -r "$reps" -o json >"$results/llamacpp_$name.json" \
       2>"$tmp/llamacpp_$name.err" || { echo "llama-bench failed on $name:"; tail -3 "$tmp/llamacpp_$name.err"; rm -f "$results/llamacpp_$name.json"; }
@@ -110,15 +118,19 @@ step "the floor: generation without a KV cache"
 "$build/bench/tpserve-bench-naive" --model models/SmolLM2-135M-Instruct.Q4_1.gguf --threads "$threads" |
   tee "$results/naive.txt" || echo "naive bench failed (continuing)"
 
+step "serving: concurrency sweep, continuous vs static batching, prefix caching, llama-server peer"
+rm -f "$results"/serve_*.json "$results"/serve_*.txt
+if [ "$quick" = 1 ]; then  # one small point of each part: checks the path, measures little
+  BUILD="$build" RESULTS="$results" TPS=1 CONCURRENCIES=2 STATIC_C=2 INPUT_LEN=32 OUTPUT_LEN=8 SKIP_PREFIX=1 \
+    bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
+else
+  BUILD="$build" RESULTS="$results" bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
+fi
+
 step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
 python3 bench/summarize.py
 python3 bench/roofline.py
 python3 bench/scaling_model.py | tee "$results/scaling_model.txt"
-# Serving through the real server (appends its section to summary.md); skipped in a quick run.
-if [ "$quick" != 1 ]; then
-  step "serving: concurrency sweep, continuous vs static batching, prefix caching"
-  BUILD="$build" RESULTS="$results" bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
-fi
 step "done"
 cat "$results/summary.md"

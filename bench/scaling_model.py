@@ -15,6 +15,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results")  # run-all.sh may move them
 
 # Hardware: H200 SXM (HBM3e 4.8 TB/s, ~989 TFLOP/s dense BF16, ~1979 dense FP8; NVLink 4: 450 GB/s per direction).
 H200 = {"hbm_bytes_per_s": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12,
@@ -37,7 +38,7 @@ PUBLISHED = [
 def load_calibration():
     """Achieved fractions measured on this machine by the project's own benchmarks."""
     cal = {"bw_fraction": 0.7, "compute_fraction": 0.5, "source": "defaults (no bench/results yet)"}
-    path = os.path.join(HERE, "results", "calibration.json")
+    path = os.path.join(RESULTS, "calibration.json")
     if os.path.exists(path):
         with open(path) as f:
             cal.update(json.load(f))
@@ -81,8 +82,8 @@ def main():
         predicted = batch * osl / (t_prefill + osl * t)
         print(f"  {label} TP{tp} batch {batch} ISL/OSL {isl}/{osl}: model {predicted:,.0f} tok/s vs "
               f"published {published:,} tok/s (ratio {predicted / published:.2f})")
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "scaling_model.json"), "w") as f:
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "scaling_model.json"), "w") as f:
         json.dump({"calibration": cal, "rows": rows}, f, indent=1)
     return 0
 

@@ -2,8 +2,9 @@
 """Summary of one `make bench` run: bench/results/summary.md and bench/results/calibration.json.
 
 Reads bench/results/engine_<model>_tp<N>.json (tpserve-bench-engine), llamacpp_<model>.json
-(llama-bench -o json) and kernels.txt (the F32 FMA peak). Every figure is printed beside its bound
-or peer measured in the same run, with the ratio.
+(llama-bench -o json), kernels.txt (the F32 FMA peak), naive.txt (tpserve-bench-naive) and the serving
+sweep's serve_*.json (bench/serve-sweep.sh, tables by bench/loadgen/serve_summary.py). Every figure is
+printed beside its bound or peer measured in the same run, with the ratio.
 calibration.json (read by bench/scaling_model.py):
   bw_fraction      = decode tok/s at batch 1, TP 1 ÷ (STREAM triad ÷ bytes per token), on SmolLM2 Q4_1
   compute_fraction = prefill GFLOP/s at TP 1 ÷ the measured F32 FMA peak (register-only loop), same model
@@ -15,7 +16,13 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+sys.path.insert(0, os.path.join(HERE, "loadgen"))
+from serve_summary import serving_section  # noqa: E402
+
+# BENCH_RESULTS (run-all.sh passes it) moves the results, and this page with them, off the committed ones.
+RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results")
+README = os.path.join(HERE, "README.md") if os.path.realpath(RESULTS) == os.path.realpath(os.path.join(HERE, "results")) \
+    else os.path.join(RESULTS, "README.md")
 MODELS = ["smollm2-q4_1", "synth135m-q8_0", "synth135m-f32", "synth1b-q8_0"]
 CAL_MODEL = "smollm2-q4_1"
 
@@ -78,16 +85,18 @@ def main():
                f"project MatMul peak {any_run['matmul_peak_gflops']:.1f} GFLOP/s"
                + (f", F32 FMA peak {peak:.1f} GFLOP/s (kernels bench)" if peak else "") + ".\n")
 
+    batches = sorted({d["batch"] for run in runs.values() for d in run["decode"]})
     out.append("### Single rank (TP 1): tokens/s beside the machine's bound and llama.cpp\n")
-    out.append("| model | weights MB | prefill tok/s (bound, %) | decode B=1 tok/s (bound, %) | decode B=32 tok/s (bound, %) "
-               "| llama.cpp pp / tg tok/s | ours ÷ llama.cpp pp / tg |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append("| model | weights MB | prefill tok/s (bound, %) | "
+               + " | ".join(f"decode B={b} tok/s (bound, %)" for b in batches)
+               + " | llama.cpp pp / tg tok/s | ours ÷ llama.cpp pp / tg |")
+    out.append("|---|---|---|" + "---|" * len(batches) + "---|---|")
     for model in MODELS:
         run = runs.get((model, 1))
         if not run:
             continue
         p = run["prefill"]
-        d1, d32 = decode(run, 1), decode(run, 32)
+        d1 = decode(run, 1)
         cell = lambda d: f"{d['tok_s']:.1f} ({d['bound_tok_s']:.1f}, {100 * d['fraction']:.0f}%)" if d else "-"
         peer = peers.get(model, {})
         peer_cell = ratio_cell = "-"
@@ -95,7 +104,8 @@ def main():
             peer_cell = f"pp{peer['pp_tokens']} {peer['pp']:.1f} / tg{peer['tg_tokens']} {peer['tg']:.1f}"
             ratio_cell = f"{p['tok_s'] / peer['pp']:.2f}x / {d1['tok_s'] / peer['tg']:.2f}x" if d1 else "-"
         out.append(f"| {model} | {run['weight_bytes'] / 1e6:.0f} | pp{p['tokens']} {p['tok_s']:.1f} "
-                   f"({p['bound_tok_s']:.1f}, {100 * p['fraction']:.0f}%) | {cell(d1)} | {cell(d32)} | {peer_cell} | {ratio_cell} |")
+                   f"({p['bound_tok_s']:.1f}, {100 * p['fraction']:.0f}%) | "
+                   + " | ".join(cell(decode(run, b)) for b in batches) + f" | {peer_cell} | {ratio_cell} |")
     out.append("")
     out.append("Bounds: decode = min(triad GB/s ÷ (weight + KV bytes read per step) × batch, MatMul peak ÷ 2·params); prefill = MatMul peak ÷ "
                "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.\n")
@@ -132,6 +142,17 @@ def main():
     out.append(f"Calibration (bench/results/calibration.json, read by scaling_model.py): bandwidth fraction "
                f"{cal['bw_fraction']:.2f}, compute fraction {cal['compute_fraction']:.2f} (of the "
                f"{'FMA' if peak else 'MatMul'} peak), measured on {cal['measured_on']}.")
+    try:
+        with open(os.path.join(RESULTS, "naive.txt")) as f:
+            naive = f.read().strip()
+        out += ["", "### The floor: generation without a KV cache (tpserve-bench-naive)\n",
+                "\n".join("    " + line for line in naive.splitlines())]
+    except OSError:
+        pass
+    serving = serving_section(RESULTS)
+    if serving:
+        out += ["", "### Serving: the real server under tpserve-bench, beside llama.cpp's llama-server "
+                "(bench/serve-sweep.sh)\n", serving]
     text = "\n".join(out) + "\n"
     with open(os.path.join(RESULTS, "summary.md"), "w") as f:
         f.write(text)
@@ -142,20 +163,24 @@ def main():
 
 README_HEAD = """# tpserve benchmarks
 
-`make bench` (bench/run-all.sh, ~25 minutes on 2 cores, the serving sweep included) builds the benchmarks, writes synthetic models
-with tpserve-mkmodel, runs everything below and regenerates this page, `results/summary.md`,
-`results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a short smoke run.
+`make bench` (bench/run-all.sh, ~30 minutes on 2 cores, the serving sweep and the llama.cpp peers included) builds
+the benchmarks, writes synthetic models with tpserve-mkmodel, runs everything below and regenerates this page,
+`results/summary.md`, `results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a
+short smoke run (smaller sizes, fewer concurrency points).
+
+GPU (NCCL) sweep on an H200, when a GPU machine is lent: [bench/gpu/](gpu/) (its own prepared script and results).
 
 | program | measures | compared with |
 |---|---|---|
 | tpserve-bench-stream | STREAM copy/scale/add/triad GB/s | - (it is the bandwidth ceiling) |
 | tpserve-bench-kernels | MatMul per weight type, decode GB/s and prefill GFLOP/s | triad, F32 FMA peak |
-| tpserve-bench-engine | the real ModelExecutor: prefill pp512, decode at batch 1 and 32, TP 1/2/4, compute vs all-reduce | triad ÷ bytes per token, MatMul peak ÷ FLOPs per token, llama.cpp |
+| tpserve-bench-engine | the real ModelExecutor: prefill pp512, decode at batch 1, 8, 32 and 64, TP 1/2/4, compute vs all-reduce | triad ÷ bytes per token, MatMul peak ÷ FLOPs per token, llama.cpp |
 | tpserve-bench-allreduce | MPI all-reduce latency, algbw, busbw | memcpy bandwidth |
-| llama-bench (llama.cpp, peer) | pp / tg tokens/s on the same GGUF and threads | ours |
+| llama-bench (llama.cpp, peer) | pp512 / tg128 tokens/s on the same GGUF and threads | ours |
 | tpserve-bench-naive | generation without a KV cache (prefix re-run every step) | the same generation with the cache |
 | tpserve-bench-load | model load time and peak RSS | a plain read of the file |
 | tpserve-bench + serve-sweep.sh | the real server (`tpserve serve`): concurrency 1..64 at TP 1/2, TTFT/TPOT/ITL p50/p99, continuous vs static batching, a shared 1,000-token prefix with and without prefix caching | TP 1, static batching, no prefix cache |
+| tpserve-bench (http:// backend) + serve-sweep.sh | llama.cpp's llama-server (peer) under the same load generator, requests, GGUF and threads, --parallel C, continuous batching | tpserve TP 1 at the same C |
 | scaling_model.py | TP decode step time (bytes ÷ bandwidth, FLOPs ÷ peak, all-reduce), calibrated here, projected to H200 | TensorRT-LLM published H200 figures |
 
 The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
@@ -187,7 +212,7 @@ def write_readme(summary):
             machine = "".join("    " + line for line in f)
     except OSError:
         pass
-    with open(os.path.join(HERE, "README.md"), "w") as f:
+    with open(README, "w") as f:
         f.write(README_HEAD)
         f.write("\n## Latest results\n\nMachine (lscpu):\n\n" + machine + "\n")
         f.write(summary)
