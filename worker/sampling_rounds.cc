@@ -1,0 +1,142 @@
+#include "worker/sampling_rounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "worker/counter_rng.h"
+#include "worker/sampling_weight.h"
+#include "worker/sum_exp.h"
+
+namespace tpserve::sampling {
+
+StatusOr<std::vector<float>> AllGatherPayload(Communicator& comm, const FloatPacker& packer) {
+  std::vector<float> gathered(packer.size() * static_cast<size_t>(comm.size()));
+  if (packer.size() > 0) RETURN_IF_ERROR(comm.AllGather(packer.data().data(), packer.size(), gathered.data()));
+  return gathered;
+}
+
+void PackRound1(SamplingRow& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
+  // Plain loops the compiler vectorises: this runs over every logit of every row.
+  float raw_max = kNegInf;
+  bool is_bad = false;
+  float x_max = kNegInf;
+  for (int64_t i = 0; i < vocab_shard; ++i) {
+    const float r = row.raw[i];
+    is_bad |= (r != r) | (r == std::numeric_limits<float>::infinity());
+    raw_max = r > raw_max ? r : raw_max;
+    x_max = row.x[i] > x_max ? row.x[i] : x_max;
+  }
+  Candidate best;  // the first token at x_max: ties to the lowest id
+  for (int64_t i = 0; i < vocab_shard && x_max > kNegInf; ++i) {
+    if (row.x[i] == x_max) {
+      best = Candidate{x_max, row.raw[i], static_cast<int32_t>(vocab_begin + i)};
+      break;
+    }
+  }
+  row.local_best = best;
+  packer.PushFloat(is_bad ? 0.0f : raw_max);
+  packer.PushFloat(is_bad ? 1.0f : 0.0f);
+  PushCandidate(packer, best);
+  if (row.use_top_k) {
+    for (const Candidate& c : LocalTop(row.x, row.raw, vocab_begin, vocab_shard, row.top_k)) PushCandidate(packer, c);
+  }
+  if (row.num_logprobs > 0) {
+    for (const Candidate& c : LocalTop(row.raw, row.raw, vocab_begin, vocab_shard, row.num_logprobs)) {
+      PushCandidate(packer, c);
+    }
+  }
+}
+
+void UnpackRound1(const std::vector<float>& gathered, int num_ranks, std::vector<SamplingRow>& rows) {
+  const size_t per_rank = gathered.size() / static_cast<size_t>(num_ranks);
+  std::vector<std::vector<Candidate>> top_k_union(rows.size()), top_n_union(rows.size());
+  for (int r = 0; r < num_ranks; ++r) {
+    FloatUnpacker in(gathered.data() + per_rank * static_cast<size_t>(r), per_rank);
+    for (size_t s = 0; s < rows.size(); ++s) {
+      SamplingRow& row = rows[s];
+      const float raw_max = in.PopFloat();
+      row.is_bad |= in.PopFloat() != 0.0f;
+      row.raw_max = std::max(row.raw_max, raw_max);
+      const Candidate best = PopCandidate(in);
+      if (Before(best, row.best)) row.best = best;
+      for (int32_t i = 0; i < row.top_k; ++i) top_k_union[s].push_back(PopCandidate(in));
+      for (int32_t i = 0; i < row.num_logprobs; ++i) top_n_union[s].push_back(PopCandidate(in));
+    }
+    CHECK_EQ(in.position(), per_rank);
+  }
+  for (size_t s = 0; s < rows.size(); ++s) {
+    rows[s].top_k_set = BestOf(std::move(top_k_union[s]), static_cast<size_t>(rows[s].top_k));
+    rows[s].top_logprobs = BestOf(std::move(top_n_union[s]), static_cast<size_t>(rows[s].num_logprobs));
+  }
+}
+
+void PackRound2(const SamplingRow& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
+  packer.PushDouble(SumExp(row.raw, vocab_shard, row.raw_max));
+  if (row.is_greedy || row.use_top_k) return;
+  const float m = row.best.value;
+  const auto survives = [&](float x) { return x > kNegInf && (!row.use_min_p || PassesMinP(x, m, row.log_min_p)); };
+  if (row.use_top_p) {
+    uint128 sum = 0;
+    for (int64_t i = 0; i < vocab_shard; ++i) {
+      if (survives(row.x[i])) sum += SamplingWeight(row.x[i], m);
+    }
+    packer.PushU128(sum);
+    return;
+  }
+  const SamplingParams& p = *row.params;
+  GumbelDraw draw;
+  // Start from the local maximum so that most tokens are excluded cheaply.
+  if (row.local_best.id >= 0 && survives(row.local_best.value)) draw.Offer(row.local_best, p.seed, row.plan->sample_index);
+  // Blocks of tokens: their random bits in one vectorised call, then the cheap bounds, and the
+  // logarithms only for the few tokens that could still win.
+  constexpr int kBlock = 64;
+  uint64_t bits[kBlock];
+  for (int64_t begin = 0; begin < vocab_shard; begin += kBlock) {
+    const int n = static_cast<int>(std::min<int64_t>(kBlock, vocab_shard - begin));
+    bool any_left = false;
+    for (int j = 0; j < n; ++j) any_left |= survives(row.x[begin + j]) && !draw.Excludes(row.x[begin + j]);
+    if (!any_left) continue;
+    CounterBitsForRange(p.seed, row.plan->sample_index, static_cast<int32_t>(vocab_begin + begin), n, bits);
+    for (int j = 0; j < n; ++j) {
+      const int64_t i = begin + j;
+      if (!survives(row.x[i])) continue;
+      draw.OfferWithBits(Candidate{row.x[i], row.raw[i], static_cast<int32_t>(vocab_begin + i)}, bits[j]);
+    }
+  }
+  packer.PushDouble(draw.score);
+  packer.PushFloat(draw.raw);
+  packer.PushU32(static_cast<uint32_t>(draw.id + 1));
+}
+
+void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector<SamplingRow>& rows) {
+  const size_t per_rank = gathered.size() / static_cast<size_t>(num_ranks);
+  std::vector<double> raw_sums(rows.size(), 0.0);
+  for (int r = 0; r < num_ranks; ++r) {
+    FloatUnpacker in(gathered.data() + per_rank * static_cast<size_t>(r), per_rank);
+    for (size_t s = 0; s < rows.size(); ++s) {
+      SamplingRow& row = rows[s];
+      raw_sums[s] += in.PopDouble();  // in rank order: the same bits on every rank
+      if (row.is_greedy || row.use_top_k) continue;
+      if (row.use_top_p) {
+        row.nucleus_total += in.PopU128();
+        continue;
+      }
+      GumbelDraw local;
+      local.score = in.PopDouble();
+      local.raw = in.PopFloat();
+      local.id = static_cast<int32_t>(in.PopU32()) - 1;
+      if (local.id >= 0 && (local.score > row.draw.score ||
+                            (local.score == row.draw.score &&
+                             static_cast<uint32_t>(local.id) < static_cast<uint32_t>(row.draw.id)))) {
+        row.draw = local;
+      }
+    }
+    CHECK_EQ(in.position(), per_rank);
+  }
+  for (size_t s = 0; s < rows.size(); ++s) {
+    rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + std::log(raw_sums[s]);  // sum >= 1: the max's term
+  }
+}
+
+}  // namespace tpserve::sampling
