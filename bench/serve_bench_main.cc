@@ -233,14 +233,15 @@ int Main(int argc, char** argv) {
   std::cerr << "tpserve-bench: " << f.data.num_requests << " requests (" << f.run.dataset << ") to " << f.server
             << " (" << f.run.backend << "), model " << info->model_name << "\n";
 
-  StatusOr<std::vector<RequestRecord>> records = RunLoad(backend->get(), *requests, options);
-  if (!records.ok()) {
-    std::cerr << "tpserve-bench: run failed: " << records.status().ToString() << "\n";
+  StatusOr<LoadResult> result = RunLoad(backend->get(), *requests, options);
+  if (!result.ok()) {
+    std::cerr << "tpserve-bench: run failed: " << result.status().ToString() << "\n";
     return 1;
   }
-  const Summary summary = Summarize(*records, f.run.goodput);
+  Summary summary = Summarize(result->records, f.run.goodput);
+  summary.kv = SummarizeKv(result->kv_samples);
   std::cout << FormatReport(f.run, summary) << std::flush;
-  for (const RequestRecord& r : *records) {
+  for (const RequestRecord& r : result->records) {
     if (!r.ok) {
       std::cerr << "tpserve-bench: first failure: " << r.error << "\n";
       break;

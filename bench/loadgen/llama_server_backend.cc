@@ -160,14 +160,17 @@ void LlamaServerBackend::Cancel(uint64_t request_id) {
 }
 
 StatusOr<BackendEvent> LlamaServerBackend::Receive(std::chrono::milliseconds timeout) {
-  if (ready_.empty()) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (ready_.empty()) {  // bytes may come that complete no event yet: wait on until the deadline
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return DeadlineExceeded("no event");
     std::vector<pollfd> fds;  // [streams in flight]
     std::vector<uint64_t> ids;
     for (const auto& [id, stream] : streams_) {
       fds.push_back(pollfd{stream->fd, POLLIN, 0});
       ids.push_back(id);
     }
-    const int ready = poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+    const int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
     if (ready < 0 && errno != EINTR) return Internal(Errno("poll"));
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -178,7 +181,6 @@ StatusOr<BackendEvent> LlamaServerBackend::Receive(std::chrono::milliseconds tim
       }
     }
   }
-  if (ready_.empty()) return DeadlineExceeded("no event");
   BackendEvent e = std::move(ready_.front());
   ready_.pop_front();
   return e;

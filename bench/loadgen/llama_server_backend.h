@@ -35,6 +35,7 @@ class LlamaServerBackend : public LoadBackend {
   StatusOr<uint64_t> Start(const BenchRequest& request) override;
   void Cancel(uint64_t request_id) override;  // closes the connection: llama-server stops the task
   StatusOr<BackendEvent> Receive(std::chrono::milliseconds timeout) override;
+  StatusOr<KvSample> SampleKv() override { return Unimplemented("llama-server does not report KV blocks"); }
 
  private:
   struct Stream {

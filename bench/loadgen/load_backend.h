@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/loadgen/dataset.h"
+#include "bench/loadgen/metrics.h"
 #include "common/status.h"
 
 namespace tpserve::loadgen {
@@ -47,6 +48,9 @@ class LoadBackend {
   // The next event of any request in flight, waiting up to `timeout`. DEADLINE_EXCEEDED when none
   // came; any other error ends the run.
   virtual StatusOr<BackendEvent> Receive(std::chrono::milliseconds timeout) = 0;
+  // The server's KV cache now. UNIMPLEMENTED when the backend cannot tell (llama-server); other
+  // errors only lose the sample.
+  virtual StatusOr<KvSample> SampleKv() = 0;
 };
 
 }  // namespace tpserve::loadgen

@@ -78,4 +78,17 @@ Summary Summarize(const std::vector<RequestRecord>& records, const GoodputTarget
   return s;
 }
 
+KvSummary SummarizeKv(const std::vector<KvSample>& samples) {
+  KvSummary kv;
+  double weighted = 0, used = 0;
+  for (const KvSample& s : samples) {
+    ++kv.num_samples;
+    weighted += s.waste * static_cast<double>(s.blocks_used);
+    used += static_cast<double>(s.blocks_used);
+    if (s.blocks_total > 0) kv.peak_used_share = std::max(kv.peak_used_share, double(s.blocks_used) / double(s.blocks_total));
+  }
+  kv.waste = used > 0 ? weighted / used : 0;
+  return kv;
+}
+
 }  // namespace tpserve::loadgen

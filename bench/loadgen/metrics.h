@@ -8,6 +8,9 @@
 //    (times are relative to the run start, as vLLM's benchmark_duration).
 //  - goodput: completed requests meeting every given target (TTFT ≤ ttft_ms, TPOT ≤ tpot_ms,
 //    E2E ≤ e2e_ms; a request with one token counts TPOT 0) per second.
+//  - KV waste (tpserve only, sampled from its Stats during the run): the share of the token slots in
+//    used KV blocks that hold no token (the last block of each sequence is partly empty), averaged
+//    over the samples weighted by the blocks in use; and the peak share of the blocks in use.
 // Percentiles interpolate linearly between order statistics (numpy's default, as vLLM uses).
 #pragma once
 
@@ -30,6 +33,20 @@ struct RequestRecord {
   std::vector<double> itl_s;   // [chunks − 1] gaps between token chunks
 };
 
+// The server's KV cache at one moment of a run.
+struct KvSample {
+  int64_t blocks_used = 0, blocks_total = 0;
+  double waste = 0;  // of the used blocks' token slots, the share holding no token
+};
+
+struct KvSummary {
+  int64_t num_samples = 0;
+  double waste = 0;             // mean over the samples, weighted by blocks_used
+  double peak_used_share = 0;   // max blocks_used / blocks_total
+};
+
+KvSummary SummarizeKv(const std::vector<KvSample>& samples);
+
 struct Distribution {
   int64_t count = 0;
   double mean = 0, stddev = 0, median = 0, p90 = 0, p99 = 0, min = 0, max = 0;
@@ -51,6 +68,7 @@ struct Summary {
   double request_throughput = 0, output_throughput = 0, total_token_throughput = 0;
   double goodput = -1;  // requests/s; < 0 when no targets were given
   Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
+  KvSummary kv;  // num_samples 0: the backend does not report its KV cache
 };
 
 Summary Summarize(const std::vector<RequestRecord>& records, const GoodputTargets& targets);

@@ -64,6 +64,10 @@ std::string FormatReport(const RunDescription& run, const Summary& s) {
   if (s.goodput >= 0) out += Line("Request goodput (req/s):", s.goodput);
   out += Line("Output token throughput (tok/s):", s.output_throughput);
   out += Line("Total token throughput (tok/s):", s.total_token_throughput);
+  if (s.kv.num_samples > 0) {
+    out += Line("KV waste, share of used slots (mean):", s.kv.waste, "%.4f");
+    out += Line("KV blocks in use, peak share:", s.kv.peak_used_share, "%.4f");
+  }
   out += Section("Time to First Token", "TTFT", s.ttft_ms);
   out += Section("Time per Output Token (excl. 1st token)", "TPOT", s.tpot_ms);
   out += Section("Inter-token Latency", "ITL", s.itl_ms);
@@ -105,6 +109,11 @@ JsonValue ReportJson(const RunDescription& run, const Summary& s) {
   o.Set("tpot_ms", DistJson(s.tpot_ms));
   o.Set("itl_ms", DistJson(s.itl_ms));
   o.Set("e2e_ms", DistJson(s.e2e_ms));
+  if (s.kv.num_samples > 0) {
+    o.Set("kv_samples", JsonValue::Int(s.kv.num_samples));
+    o.Set("kv_waste", JsonValue::Number(s.kv.waste));
+    o.Set("kv_used_peak_share", JsonValue::Number(s.kv.peak_used_share));
+  }
   return o;
 }
 

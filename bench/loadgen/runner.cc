@@ -21,12 +21,15 @@ struct InFlight {
 
 }  // namespace
 
-StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests,
-                                             const RunOptions& options) {
+StatusOr<LoadResult> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests, const RunOptions& options) {
   CHECK(options.mode != LoadMode::kOpen || options.arrival_s.size() == requests.size());
   CHECK(options.mode == LoadMode::kOpen || options.concurrency > 0);
   const size_t n = requests.size();
-  std::vector<RequestRecord> records(n);
+  LoadResult result;
+  std::vector<RequestRecord>& records = result.records;
+  records.resize(n);
+  bool can_sample_kv = true;
+  double next_kv_sample_s = 0;
   for (size_t i = 0; i < n; ++i) records[i].prompt_len = static_cast<int32_t>(requests[i].prompt_ids.size());
   std::unordered_map<uint64_t, InFlight> in_flight;
   size_t next = 0;
@@ -70,6 +73,12 @@ StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::ve
         ++num_failed;
       }
       break;
+    }
+    if (can_sample_kv && !in_flight.empty() && t >= next_kv_sample_s) {
+      StatusOr<KvSample> kv = backend->SampleKv();
+      if (kv.ok()) result.kv_samples.push_back(*kv);
+      can_sample_kv = kv.status().code() != StatusCode::kUnimplemented;
+      next_kv_sample_s = t + options.kv_sample_period_s;
     }
     double wait_s = 0.1;
     if (options.mode == LoadMode::kClosed) {
@@ -123,7 +132,7 @@ StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::ve
     }
   }
   progress.Finish();
-  return records;
+  return result;
 }
 
 }  // namespace tpserve::loadgen

@@ -30,11 +30,15 @@ struct RunOptions {
   std::vector<double> arrival_s;   // kOpen: [num_requests], non-decreasing
   double max_duration_s = 600;     // past it, in-flight requests are cancelled and count as failed
   int64_t progress_every = 10;     // progress line period when stderr is not a terminal
+  double kv_sample_period_s = 1;   // LoadBackend::SampleKv while requests are in flight (until UNIMPLEMENTED)
 };
 
-// One record per request, in dataset order. An error of the connection itself (not of a request)
-// ends the run with that Status.
-StatusOr<std::vector<RequestRecord>> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests,
-                                             const RunOptions& options);
+struct LoadResult {
+  std::vector<RequestRecord> records;  // one per request, in dataset order
+  std::vector<KvSample> kv_samples;    // empty when the backend does not report its KV cache
+};
+
+// An error of the connection itself (not of a request) ends the run with that Status.
+StatusOr<LoadResult> RunLoad(LoadBackend* backend, const std::vector<BenchRequest>& requests, const RunOptions& options);
 
 }  // namespace tpserve::loadgen

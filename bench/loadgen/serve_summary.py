@@ -15,6 +15,10 @@ def _ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def _share(run, key):
+    return f"{100 * run[key]:.1f}%" if key in run else "-"
+
+
 def serving_section(res):
     """Markdown for the serving sweep in directory `res`; "" when it did not run."""
     try:
@@ -34,8 +38,11 @@ def serving_section(res):
 
     out = [f"Closed-loop concurrency sweep ({sweep['model']}, 2*C requests per point, random token ids, "
            f"input {sweep['input_len']} / output {sweep['output_len']} tokens, ignore_eos; TP N runs "
-           f"{sweep['threads']}/N threads per rank, KV pool {sweep['kv_mb']} MiB). TTFT/TPOT in ms.", ""]
-    hdr = "| TP | C | reqs | failed | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | tok/s vs TP " + tps[0] + " |"
+           f"{sweep['threads']}/N threads per rank, KV pool {sweep['kv_mb']} MiB). TTFT/TPOT in ms. KV waste: the share of "
+           "the token slots in used KV blocks that hold no token (sampled from the coordinator's Stats each second, "
+           "weighted by blocks in use); KV peak: the most blocks in use, as a share of the pool.", ""]
+    hdr = ("| TP | C | reqs | failed | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | KV waste | KV peak "
+           "| tok/s vs TP " + tps[0] + " |")
     out += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
     for tp in tps:
         for c in cs:
@@ -44,7 +51,8 @@ def serving_section(res):
                 continue
             out.append(f"| {tp} | {c} | {r['completed']} | {r['failed']} | {r['output_throughput']:.1f} | "
                        f"{r['ttft_ms']['median']:.0f} | {r['ttft_ms']['p99']:.0f} | {r['tpot_ms']['median']:.1f} | "
-                       f"{r['tpot_ms']['p99']:.1f} | {_ratio(r['output_throughput'], base['output_throughput'] if base else 0)} |")
+                       f"{r['tpot_ms']['p99']:.1f} | {_share(r, 'kv_waste')} | {_share(r, 'kv_used_peak_share')} | "
+                       f"{_ratio(r['output_throughput'], base['output_throughput'] if base else 0)} |")
 
     peer_rows = []
     for c in cs:

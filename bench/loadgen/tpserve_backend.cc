@@ -66,4 +66,13 @@ StatusOr<BackendEvent> TpserveBackend::Receive(std::chrono::milliseconds timeout
   }
 }
 
+StatusOr<KvSample> TpserveBackend::SampleKv() {
+  ASSIGN_OR_RETURN(proto::StatsReply stats, client_->Stats());
+  KvSample s;
+  s.blocks_used = stats.blocks_used;
+  s.blocks_total = stats.blocks_total;
+  s.waste = stats.kv_waste;
+  return s;
+}
+
 }  // namespace tpserve::loadgen

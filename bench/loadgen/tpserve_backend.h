@@ -19,6 +19,7 @@ class TpserveBackend : public LoadBackend {
   StatusOr<uint64_t> Start(const BenchRequest& request) override;
   void Cancel(uint64_t request_id) override;
   StatusOr<BackendEvent> Receive(std::chrono::milliseconds timeout) override;
+  StatusOr<KvSample> SampleKv() override;  // the coordinator's Stats (a round trip on the connection)
 
  private:
   explicit TpserveBackend(std::unique_ptr<Client> client) : client_(std::move(client)) {}

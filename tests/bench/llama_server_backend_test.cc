@@ -158,6 +158,7 @@ TEST(LlamaServerBackendTest, InfoStreamAndFailures) {
     EXPECT_NE(events.back().error.find(expected), std::string::npos) << events.back().error;
   }
   EXPECT_EQ((*backend)->Receive(std::chrono::milliseconds(1)).status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*backend)->SampleKv().status().code(), StatusCode::kUnimplemented);
   backend->reset();
   const std::vector<std::string> bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 5u);

@@ -55,6 +55,16 @@ TEST(SummarizeTest, VllmDefinitions) {
   EXPECT_LT(Summarize({a}, GoodputTargets{}).goodput, 0);  // no targets: no goodput
 }
 
+TEST(SummarizeKvTest, WeightedByBlocksInUse) {
+  // (0.5 * 2 + 0.1 * 8) / 10 = 0.18; peak 8 of 16 blocks.
+  const KvSummary kv = SummarizeKv({{2, 16, 0.5}, {8, 16, 0.1}, {0, 16, 0.9}});
+  EXPECT_EQ(kv.num_samples, 3);
+  EXPECT_NEAR(kv.waste, 0.18, 1e-12);
+  EXPECT_DOUBLE_EQ(kv.peak_used_share, 0.5);
+  EXPECT_EQ(SummarizeKv({}).num_samples, 0);
+  EXPECT_EQ(SummarizeKv({}).waste, 0);
+}
+
 TEST(DatasetTest, RandomLengthsAndSeeding) {
   DatasetOptions o;
   o.num_requests = 200, o.input_len = 64, o.output_len = 32, o.range_ratio = 0.25, o.vocab_size = 1000;

@@ -1,5 +1,6 @@
 // RunLoad over a scripted fake backend: closed-loop concurrency is respected, token events add up,
-// the server's reported total replaces the client's count, errors become failed records.
+// the server's reported total replaces the client's count, errors become failed records, the KV
+// cache is sampled while requests are in flight.
 #include "bench/loadgen/runner.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,10 @@ class FakeBackend : public LoadBackend {
     return id;
   }
   void Cancel(uint64_t) override {}
+  StatusOr<KvSample> SampleKv() override {  // 1 block of 10 per request in flight, a quarter empty
+    EXPECT_GT(in_flight_, 0);
+    return KvSample{in_flight_, 10, 0.25};
+  }
   StatusOr<BackendEvent> Receive(std::chrono::milliseconds) override {
     if (events_.empty()) return DeadlineExceeded("none");
     BackendEvent e = events_.front();
@@ -35,7 +40,7 @@ class FakeBackend : public LoadBackend {
     if (e.kind != BackendEvent::Kind::kTokens) --in_flight_;
     return e;
   }
-  int max_in_flight() const { return max_in_flight_; }
+  int64_t max_in_flight() const { return max_in_flight_; }
 
  private:
   static BackendEvent Event(uint64_t id, BackendEvent::Kind kind, int32_t tokens) {
@@ -46,7 +51,7 @@ class FakeBackend : public LoadBackend {
     return e;
   }
   uint64_t next_id_ = 1;
-  int in_flight_ = 0, max_in_flight_ = 0;
+  int64_t in_flight_ = 0, max_in_flight_ = 0;
   std::deque<BackendEvent> events_;
 };
 
@@ -56,8 +61,10 @@ TEST(RunnerTest, CountsTokensAndRespectsConcurrency) {
   RunOptions options;
   options.concurrency = 2;
   options.progress_every = 1000;
-  auto records = RunLoad(&backend, requests, options);
-  ASSERT_TRUE(records.ok());
+  options.kv_sample_period_s = 0;  // every turn of the loop
+  auto result = RunLoad(&backend, requests, options);
+  ASSERT_TRUE(result.ok());
+  const std::vector<RequestRecord>* records = &result->records;
   ASSERT_EQ(records->size(), 5u);
   EXPECT_EQ(backend.max_in_flight(), 2);
   for (size_t i = 0; i < 5; ++i) {
@@ -74,6 +81,10 @@ TEST(RunnerTest, CountsTokensAndRespectsConcurrency) {
       EXPECT_EQ(r.cached_prompt_tokens, static_cast<int32_t>(id));
     }
   }
+  ASSERT_FALSE(result->kv_samples.empty());
+  const KvSummary kv = SummarizeKv(result->kv_samples);
+  EXPECT_DOUBLE_EQ(kv.waste, 0.25);
+  EXPECT_DOUBLE_EQ(kv.peak_used_share, 0.2);
 }
 
 }  // namespace
