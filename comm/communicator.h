@@ -20,6 +20,9 @@ class Communicator {
 
   // In-place sum over the group of `count` floats.
   virtual Status AllReduceSum(float* data, size_t count) = 0;
+  // In-place sum over the group of `count` int64s: exact, so identical in any reduction order
+  // (the fixed-point partial sums of the row-parallel layers). Wraps on overflow.
+  virtual Status AllReduceSum(int64_t* data, size_t count) = 0;
   // out[size() * count] = concatenation of every rank's in[count], in rank order.
   virtual Status AllGather(const float* in, size_t count, float* out) = 0;
   // Root's `bytes` bytes at data reach every rank.

@@ -11,6 +11,7 @@ class LocalCommunicator : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   Status AllReduceSum(float*, size_t) override { return OkStatus(); }
+  Status AllReduceSum(int64_t*, size_t) override { return OkStatus(); }
   Status AllGather(const float* in, size_t count, float* out) override {
     if (in != out) std::memmove(out, in, count * sizeof(float));
     return OkStatus();

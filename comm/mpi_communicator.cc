@@ -44,13 +44,22 @@ Status MpiCommunicator::Finish(MPI_Request* request, const char* what,
 }
 
 Status MpiCommunicator::AllReduceSum(float* data, size_t count) {
+  return AllReduceSumOf(data, count, MPI_FLOAT, sizeof(float));
+}
+
+Status MpiCommunicator::AllReduceSum(int64_t* data, size_t count) {
+  return AllReduceSumOf(data, count, MPI_INT64_T, sizeof(int64_t));
+}
+
+Status MpiCommunicator::AllReduceSumOf(void* data, size_t count, MPI_Datatype type, size_t elem_bytes) {
   RETURN_IF_ERROR(broken_);
   if (size_ == 1) return OkStatus();
   const SteadyClock::time_point start = SteadyClock::now();
   for (size_t offset = 0; offset < count; offset += kMaxChunk) {
     const int n = static_cast<int>(std::min(kMaxChunk, count - offset));
     MPI_Request request;
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_, &request));
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + offset * elem_bytes, n, type, MPI_SUM, comm_,
+                             &request));
     RETURN_IF_ERROR(Finish(&request, "MPI all-reduce", options_.deadline, true, start));
   }
   return OkStatus();

@@ -34,6 +34,7 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
 
   Status AllReduceSum(float* data, size_t count) override;               // data: [count]
+  Status AllReduceSum(int64_t* data, size_t count) override;             // data: [count]
   Status AllGather(const float* in, size_t count, float* out) override;  // in: [count], out: [size * count]
   Status Broadcast(void* data, size_t bytes, int root) override;
   Status Barrier() override;
@@ -53,6 +54,8 @@ class MpiCommunicator : public Communicator {
  private:
   MpiCommunicator(MPI_Comm comm, int rank, int size, const MpiCommunicatorOptions& options)
       : comm_(comm), rank_(rank), size_(size), options_(options) {}
+  // The in-place sum of `count` elements of `type` (elem_bytes each), in chunks of INT_MAX.
+  Status AllReduceSumOf(void* data, size_t count, MPI_Datatype type, size_t elem_bytes);
   // Waits for `request` under the deadline, accumulating collective_seconds when `timed`.
   Status Finish(MPI_Request* request, const char* what, std::optional<std::chrono::milliseconds> deadline,
                 bool timed, SteadyClock::time_point start);

@@ -124,6 +124,13 @@ Status NcclCommunicator::AllReduceSum(float* data, size_t count) {
   return Complete("ncclAllReduce", start);
 }
 
+Status NcclCommunicator::AllReduceSum(int64_t* data, size_t count) {
+  RETURN_IF_ERROR(broken_);
+  const SteadyClock::time_point start = SteadyClock::now();
+  NCCL_CHECK(ncclAllReduce(data, data, count, ncclInt64, ncclSum, comm_, stream_));
+  return Complete("ncclAllReduce (int64)", start);
+}
+
 Status NcclCommunicator::AllGather(const float* in, size_t count, float* out) {
   RETURN_IF_ERROR(broken_);
   const SteadyClock::time_point start = SteadyClock::now();

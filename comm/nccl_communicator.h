@@ -54,6 +54,7 @@ class NcclCommunicator : public Communicator {
 
   // All pointers are device pointers.
   Status AllReduceSum(float* data, size_t count) override;               // data: [count]
+  Status AllReduceSum(int64_t* data, size_t count) override;             // data: [count]
   Status AllGather(const float* in, size_t count, float* out) override;  // in: [count], out: [size * count]
   Status Broadcast(void* data, size_t bytes, int root) override;
   // Drains the stream, then an MPI barrier over the bootstrap communicator.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_fixed_point.h"
 
 namespace tpserve {
 
@@ -61,18 +64,33 @@ StatusOr<RowParallelLinear> RowParallelLinear::Load(const WeightSource& weights,
   layer.out_features_ = out_features;
   ASSIGN_OR_RETURN(layer.weight_,
                    WeightSlice::Load(weights, name, out_features, in_features, 0, out_features, col_begin, col_end));
+  if (layer.in_shard() > 0) layer.range_ = FixedPointRange(layer.weight_.matrix());
   return layer;
 }
 
 Status RowParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool,
                                   Communicator& comm) const {
   if (num_tokens == 0) return OkStatus();
-  if (in_shard() == 0) {
-    std::fill(y, y + num_tokens * out_features_, 0.0f);  // a rank with no columns contributes zeros
+  const int64_t n = num_tokens * out_features_;
+  // [T * out_features + 1]: this rank's fixed-point partial products, then a count of the ranks
+  // whose input left the exact range — summed in the same all-reduce, so every rank sees it.
+  thread_local std::vector<int64_t> fixed;
+  fixed.resize(n + 1);
+  const bool admitted = range_.Admits(x, num_tokens);
+  if (in_shard() == 0 || !admitted) {
+    std::fill(fixed.begin(), fixed.begin() + n, 0);  // a rank with no columns contributes zeros
   } else {
-    MatMul(weight_.matrix(), x, num_tokens, y, pool);
+    MatMulFixedPoint(weight_.matrix(), x, num_tokens, fixed.data(), pool);
   }
-  return comm.AllReduceSum(y, static_cast<size_t>(num_tokens * out_features_));
+  fixed[n] = admitted ? 0 : 1;
+  RETURN_IF_ERROR(comm.AllReduceSum(fixed.data(), static_cast<size_t>(n + 1)));
+  if (fixed[n] != 0) {
+    return OutOfRange("row-parallel layer: activations outside the exact fixed-point range on " +
+                      std::to_string(fixed[n]) + " rank(s) (a partial sum could exceed 2^17, or an input is not "
+                      "finite)");
+  }
+  FixedPointToFloat(fixed.data(), n, y);
+  return OkStatus();
 }
 
 StatusOr<VocabParallelEmbedding> VocabParallelEmbedding::Load(const WeightSource& weights, const std::string& name,

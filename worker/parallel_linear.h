@@ -6,6 +6,8 @@
 //                          this rank's slice of the features (its heads, its FFN columns).
 //   RowParallelLinear      columns (input features) [col_begin, col_end) of W; Forward ends with the
 //                          all-reduce that sums the ranks' partial products — the only one in a layer.
+//                          The partials are fixed-point int64 (kernels/cpu/matmul_fixed_point.h), so
+//                          the sum is exact and every TP degree, 1 included, gives the same bits.
 //   VocabParallelEmbedding rows [vocab_begin, vocab_end) of token_embd; lookup + all-reduce.
 //   ParallelLmHead         rows [vocab_begin, vocab_end) of output.weight (or of token_embd when tied);
 //                          produces this rank's logits shard, no collective (the sampler reduces it).
@@ -17,6 +19,7 @@
 #include "comm/communicator.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
+#include "kernels/cpu/fixed_point_range.h"
 #include "kernels/cpu/weight_matrix.h"
 #include "model/tensor.h"
 #include "model/weight_source.h"
@@ -72,8 +75,11 @@ class RowParallelLinear {
   static StatusOr<RowParallelLinear> Load(const WeightSource& weights, const std::string& name,
                                           int64_t out_features, int64_t in_features, int64_t col_begin,
                                           int64_t col_end);
-  // x: [T, in_shard()] this rank's input features, y: [T, out_features] the full sum over ranks.
-  // Errors: the communicator's (a lost peer, a deadline).
+  // x: [T, in_shard()] this rank's input features, y: [T, out_features] the full sum over ranks,
+  // bitwise the same for any split of the columns at 32-column boundaries (16 for float weights).
+  // Errors: the communicator's (a lost peer, a deadline); OUT_OF_RANGE on every rank when any
+  // rank's input could take a sum outside the exact fixed-point range (FixedPointRange) — only
+  // activations far beyond any plausible model's (or non-finite ones) do.
   Status Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Communicator& comm) const;
 
   int64_t out_features() const { return out_features_; }
@@ -82,6 +88,7 @@ class RowParallelLinear {
 
  private:
   WeightSlice weight_;
+  FixedPointRange range_;
   int64_t out_features_ = 0;
 };
 

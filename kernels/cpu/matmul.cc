@@ -18,8 +18,9 @@ int RowIndex(int64_t n) { return n >= 4 ? 2 : n >= 2 ? 1 : 0; }
 int RowCount(int index) { return index == 2 ? 4 : index == 1 ? 2 : 1; }
 }  // namespace
 
-void RunTiles(const TileTable& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
-              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, float* y, int64_t y_stride) {
+template <class Out>
+void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
+              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
   // Decode (one tile of tokens): stream the rows once. Prefill: block the rows so each block is
   // read from memory once and reused by every token tile.
   const int64_t row_block = num_tokens <= kMaxTileTokens ? row_end - row_begin : kRowBlock;
@@ -39,9 +40,9 @@ void RunTiles(const TileTable& table, const uint8_t* w, int64_t row_bytes, int64
   }
 }
 
-}  // namespace internal
-
-void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool) {
+template <class Out>
+void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* x, int64_t num_tokens, Out* y,
+               ThreadPool* pool) {
   CHECK(pool != nullptr);
   CHECK_GE(num_tokens, 0);
   if (num_tokens == 0 || w.rows == 0) return;
@@ -50,7 +51,6 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 
   const uint8_t* xdata;
   int64_t x_stride;
-  const internal::TileTable* table;
   thread_local std::vector<BlockQ8Act> act;  // [T, cols / 32] scratch, reused across calls
   if (IsQuantized(w.type)) {
     const int64_t blocks = w.cols / kQuantBlock;
@@ -61,16 +61,31 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
     });
     xdata = reinterpret_cast<const uint8_t*>(a);
     x_stride = blocks * static_cast<int64_t>(sizeof(BlockQ8Act));
-    table = &internal::QuantTiles(w.type);
   } else {
     xdata = reinterpret_cast<const uint8_t*>(x);
     x_stride = w.cols * static_cast<int64_t>(sizeof(float));
-    table = &internal::FloatTiles(w.type);
   }
   // Each thread owns a contiguous range of weight rows, so it streams a disjoint part of the weight.
   pool->ParallelFor(w.rows, [&](int64_t begin, int64_t end) {
-    internal::RunTiles(*table, wdata, row_bytes, begin, end, xdata, x_stride, num_tokens, w.cols, y, w.rows);
+    RunTiles(table, wdata, row_bytes, begin, end, xdata, x_stride, num_tokens, w.cols, y, w.rows);
   });
+}
+
+template void RunTiles<float>(const TileTable<float>&, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*,
+                              int64_t, int64_t, int64_t, float*, int64_t);
+template void RunTiles<int64_t>(const TileTable<int64_t>&, const uint8_t*, int64_t, int64_t, int64_t,
+                                const uint8_t*, int64_t, int64_t, int64_t, int64_t*, int64_t);
+template void RunMatMul<float>(const TileTable<float>&, const WeightMatrix&, const float*, int64_t, float*,
+                               ThreadPool*);
+template void RunMatMul<int64_t>(const TileTable<int64_t>&, const WeightMatrix&, const float*, int64_t, int64_t*,
+                                 ThreadPool*);
+
+}  // namespace internal
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool) {
+  const internal::TileTable<float>& table =
+      IsQuantized(w.type) ? internal::QuantTiles(w.type) : internal::FloatTiles(w.type);
+  internal::RunMatMul(table, w, x, num_tokens, y, pool);
 }
 
 }  // namespace tpserve

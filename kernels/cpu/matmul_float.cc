@@ -1,18 +1,43 @@
-// Tiles for float weights (F32, F16, BF16) times f32 activations. Each y[t, r] owns one
-// accumulator of 16 lanes filled in column order, then reduced in a fixed tree.
+// Tiles for float weights (F32, F16, BF16) times f32 activations. MatMul's: each y[t, r] owns one
+// accumulator of 16 lanes filled in column order, then reduced in a fixed tree. MatMulFixedPoint's:
+// 16-column chunks folded into 8 f32 lanes, each rounded into an int64 lane (fixed_point_lanes.h).
+#include <cmath>
 #include <cstring>
 
 #include "common/check.h"
 #include "common/dtype.h"
+#include "kernels/cpu/fixed_point_lanes.h"
+#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#if TPSERVE_FIXED_POINT_AVX2 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define TPSERVE_MATMUL_AVX512 1
 #endif
 #include "kernels/cpu/simd.h"
 
 namespace tpserve::internal {
 namespace {
+
+#if TPSERVE_FIXED_POINT_AVX2
+// Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile).
+struct Load8F32 {
+  static constexpr int kBytes = 4;
+  static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+};
+struct Load8F16 {
+  static constexpr int kBytes = 2;
+  static __m256 Load(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+struct Load8BF16 {
+  static constexpr int kBytes = 2;
+  static __m256 Load(const uint8_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+#endif
 
 #if TPSERVE_MATMUL_AVX512
 // Loads 16 weights starting at element k as f32; `mask` selects the valid ones of a tail.
@@ -53,25 +78,11 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
   for (int t = 0; t < NT; ++t)
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif TPSERVE_FIXED_POINT_AVX2
 // AVX2 path: 8 lanes per accumulator; a tail of fewer than 8 columns goes through a zero-padded copy.
-struct LoadF32 {
-  static constexpr int kBytes = 4;
-  static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-};
-struct LoadF16 {
-  static constexpr int kBytes = 2;
-  static __m256 Load(const uint8_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-};
-struct LoadBF16 {
-  static constexpr int kBytes = 2;
-  static __m256 Load(const uint8_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
-};
+using LoadF32 = Load8F32;
+using LoadF16 = Load8F16;
+using LoadBF16 = Load8BF16;
 
 template <class Loader, int NR, int NT>
 void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols, float* y,
@@ -150,9 +161,93 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 }
 #endif
 
+// Fixed-point tiles: 16-column chunks; lane i of the chunk at c is
+// fma(w[c+8+i], xs[c+8+i], w[c+i] · xs[c+i]) with xs = x · 2^32 (exact), rounded into int64 lane i.
+// A tail chunk is zero-padded (its zeros add exact zeros).
+constexpr int64_t kFixedChunk = 16;
+
+#if TPSERVE_FIXED_POINT_AVX2
+template <class Loader, int NR, int NT>
+void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
+                         int64_t* y, int64_t y_stride) {
+  FixedLanes acc[NR][NT];
+  const __m256 scale = _mm256_set1_ps(kFixedPointScale);
+  // w_at(r): the chunk's first weight byte in row r; x_at(t): its first activation of token t.
+  auto chunk = [&](auto w_at, auto x_at) {
+    __m256 lo[NR], hi[NR];
+    for (int r = 0; r < NR; ++r) {
+      lo[r] = Loader::Load(w_at(r));
+      hi[r] = Loader::Load(w_at(r) + 8 * Loader::kBytes);
+    }
+    for (int t = 0; t < NT; ++t) {
+      const float* xp = x_at(t);
+      const __m256 xlo = _mm256_mul_ps(_mm256_loadu_ps(xp), scale);
+      const __m256 xhi = _mm256_mul_ps(_mm256_loadu_ps(xp + 8), scale);
+      for (int r = 0; r < NR; ++r) acc[r][t].Add(_mm256_fmadd_ps(hi[r], xhi, _mm256_mul_ps(lo[r], xlo)));
+    }
+  };
+  int64_t k = 0;
+  for (; k + kFixedChunk <= cols; k += kFixedChunk) {
+    chunk([&](int r) { return w + r * row_bytes + k * Loader::kBytes; },
+          [&](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; });
+  }
+  if (k < cols) {
+    const int64_t rest = cols - k;
+    alignas(32) uint8_t wtail[NR][kFixedChunk * 4] = {};
+    alignas(32) float xtail[NT][kFixedChunk] = {};
+    for (int r = 0; r < NR; ++r) std::memcpy(wtail[r], w + r * row_bytes + k * Loader::kBytes, rest * Loader::kBytes);
+    for (int t = 0; t < NT; ++t) {
+      std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + k, rest * sizeof(float));
+    }
+    chunk([&](int r) { return static_cast<const uint8_t*>(wtail[r]); },
+          [&](int t) { return static_cast<const float*>(xtail[t]); });
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc[r][t].Sum();
+}
+using Lane8F32 = Load8F32;
+using Lane8F16 = Load8F16;
+using Lane8BF16 = Load8BF16;
+#else
+template <class Loader, int NR, int NT>
+void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
+                         int64_t* y, int64_t y_stride) {
+  for (int t = 0; t < NT; ++t) {
+    const auto* xt = reinterpret_cast<const float*>(x + t * x_stride);
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* row = w + r * row_bytes;
+      auto weight = [&](int64_t k) { return k < cols ? Loader::Load(row, k) : 0.0f; };
+      auto scaled_x = [&](int64_t k) { return k < cols ? xt[k] * kFixedPointScale : 0.0f; };
+      int64_t acc = 0;
+      for (int64_t c = 0; c < cols; c += kFixedChunk) {
+        for (int64_t i = c; i < c + 8; ++i) {
+          acc = WrapAdd(acc, ToFixed(std::fma(weight(i + 8), scaled_x(i + 8), weight(i) * scaled_x(i))));
+        }
+      }
+      y[t * y_stride + r] = acc;
+    }
+  }
+}
+using Lane8F32 = LoadF32;
+using Lane8F16 = LoadF16;
+using Lane8BF16 = LoadBF16;
+#endif
+
 template <class Loader>
-TileTable MakeTable() {
-  return TileTable{{
+TileTable<int64_t> MakeFixedPointTable() {
+  return TileTable<int64_t>{{
+      {FixedPointFloatTile<Loader, 1, 1>, FixedPointFloatTile<Loader, 1, 2>, FixedPointFloatTile<Loader, 1, 3>,
+       FixedPointFloatTile<Loader, 1, 4>},
+      {FixedPointFloatTile<Loader, 2, 1>, FixedPointFloatTile<Loader, 2, 2>, FixedPointFloatTile<Loader, 2, 3>,
+       FixedPointFloatTile<Loader, 2, 4>},
+      {FixedPointFloatTile<Loader, 4, 1>, FixedPointFloatTile<Loader, 4, 2>, FixedPointFloatTile<Loader, 4, 3>,
+       FixedPointFloatTile<Loader, 4, 4>},
+  }};
+}
+
+template <class Loader>
+TileTable<float> MakeTable() {
+  return TileTable<float>{{
       {FloatTile<Loader, 1, 1>, FloatTile<Loader, 1, 2>, FloatTile<Loader, 1, 3>, FloatTile<Loader, 1, 4>},
       {FloatTile<Loader, 2, 1>, FloatTile<Loader, 2, 2>, FloatTile<Loader, 2, 3>, FloatTile<Loader, 2, 4>},
       {FloatTile<Loader, 4, 1>, FloatTile<Loader, 4, 2>, FloatTile<Loader, 4, 3>, FloatTile<Loader, 4, 4>},
@@ -161,10 +256,24 @@ TileTable MakeTable() {
 
 }  // namespace
 
-const TileTable& FloatTiles(DType type) {
-  static const TileTable kF32 = MakeTable<LoadF32>();
-  static const TileTable kF16 = MakeTable<LoadF16>();
-  static const TileTable kBF16 = MakeTable<LoadBF16>();
+const TileTable<float>& FloatTiles(DType type) {
+  static const TileTable<float> kF32 = MakeTable<LoadF32>();
+  static const TileTable<float> kF16 = MakeTable<LoadF16>();
+  static const TileTable<float> kBF16 = MakeTable<LoadBF16>();
+  switch (type) {
+    case DType::kF32: return kF32;
+    case DType::kF16: return kF16;
+    case DType::kBF16: return kBF16;
+    default: break;
+  }
+  CHECK(false) << "not a float dtype: " << DTypeName(type);
+  return kF32;
+}
+
+const TileTable<int64_t>& FixedPointFloatTiles(DType type) {
+  static const TileTable<int64_t> kF32 = MakeFixedPointTable<Lane8F32>();
+  static const TileTable<int64_t> kF16 = MakeFixedPointTable<Lane8F16>();
+  static const TileTable<int64_t> kBF16 = MakeFixedPointTable<Lane8BF16>();
   switch (type) {
     case DType::kF32: return kF32;
     case DType::kF16: return kF16;

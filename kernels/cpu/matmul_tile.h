@@ -1,5 +1,6 @@
 // Internal to the matmul kernels: the register-blocked tile functions (NR weight rows × NT tokens)
-// and the driver that walks a weight-row range over all tokens.
+// and the driver that walks a weight-row range over all tokens. The same driver serves the float
+// outputs of MatMul and the int64 fixed-point outputs of MatMulFixedPoint.
 //
 // Batch invariance comes from one rule: each y[t, r] is produced by its own accumulator that sees
 // the same sequence of operations in every tile shape, so the tile shape, T and the thread split
@@ -9,26 +10,41 @@
 #include <cstdint>
 
 #include "common/dtype.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/weight_matrix.h"
 
 namespace tpserve::internal {
 
 // Computes y[t * y_stride + r] for r in [0, NR), t in [0, NT) of one tile.
 // w: NR rows of row_bytes each; x: the per-token operand (f32 rows or Q8 activation blocks), with
-// x_stride bytes between tokens.
+// x_stride bytes between tokens. Out is float (MatMul) or int64_t (MatMulFixedPoint).
+template <class Out>
 using TileFn = void (*)(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
-                        float* y, int64_t y_stride);
+                        Out* y, int64_t y_stride);
 
 // Tile functions for every (NR, NT) in {1, 2, 4} × {1, 2, 3, 4}, indexed [nr_index][nt - 1].
+template <class Out>
 struct TileTable {
-  TileFn fn[3][4];
+  TileFn<Out> fn[3][4];
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: tiles of up to 4 tokens, row blocks kept
 // hot in cache across token tiles. y: [T, rows] with row stride y_stride (= rows).
-void RunTiles(const TileTable& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
-              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, float* y, int64_t y_stride);
+// Instantiated for float and int64_t.
+template <class Out>
+void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
+              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 
-const TileTable& FloatTiles(DType type);      // F32, F16, BF16 weights × f32 activations
-const TileTable& QuantTiles(DType type);      // Q8_0, Q4_0, Q4_1 weights × BlockQ8Act activations
+// The whole multiply: quantises x to Q8 activation blocks when w is quantised, then runs the
+// tiles with each thread owning a contiguous range of weight rows. y: [T, w.rows].
+// Instantiated for float and int64_t.
+template <class Out>
+void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* x, int64_t num_tokens, Out* y,
+               ThreadPool* pool);
+
+const TileTable<float>& FloatTiles(DType type);      // F32, F16, BF16 weights × f32 activations
+const TileTable<float>& QuantTiles(DType type);      // Q8_0, Q4_0, Q4_1 weights × BlockQ8Act activations
+const TileTable<int64_t>& FixedPointFloatTiles(DType type);  // as FloatTiles, fixed-point output
+const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // as QuantTiles, fixed-point output
 
 }  // namespace tpserve::internal

@@ -1,8 +1,11 @@
 // The real engine as an MPI tensor-parallel group: every rank loads its shard of a seeded random
-// F32 Llama (9 query / 3 KV heads, vocabulary 1001 that neither 2 nor 3 divides), rank 0 drives
-// steps through the GroupLeader, and the logits and greedy ids must match a single-rank executor
-// that rank 0 runs on its own. Run at np 2, 3, 4.
+// Llama (9 query / 3 KV heads, vocabulary 1001 that neither 2 nor 3 divides; F32, Q4_1 with a Q8_0
+// tied embedding as SmolLM2 has, and Q8_0), rank 0 drives steps through the GroupLeader, and the
+// logits must equal bit for bit, and the greedy ids exactly, those of a single-rank executor that
+// rank 0 runs on its own: the row-parallel sums are fixed point, so no TP degree rounds differently.
+// Run at np 2, 3, 4.
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -23,16 +26,21 @@ constexpr int kBlockSize = 4;
 constexpr int64_t kNumBlocks = 40;
 constexpr int kGreedyTokens = 64;
 
-RandomLlama Model() {
+// F32: head_dim 16 and an FFN of 200 (a partial last 32-column block). Quantised types need
+// 32-column blocks at every shard boundary: head_dim 32, FFN 192.
+RandomLlama Model(DType type) {
   RandomLlamaShape shape;
   shape.num_layers = 2;
   shape.num_heads = 9;
   shape.num_kv_heads = 3;
-  shape.head_dim = 16;
+  shape.head_dim = type == DType::kF32 ? 16 : 32;
   shape.hidden_size = 64;
-  shape.ffn_size = 200;
+  shape.ffn_size = type == DType::kF32 ? 200 : 192;
   shape.vocab_size = 1001;
   shape.rope_layout = RopeLayout::kHalf;
+  shape.type = type;
+  shape.embd_type = type == DType::kF32 ? DType::kF32 : DType::kQ8_0;
+  shape.tied_embeddings = type == DType::kQ4_1;
   shape.seed = 77;
   return MakeRandomLlama(shape);
 }
@@ -92,17 +100,12 @@ StatusOr<Outputs> Drive(const StepFunction& execute) {
   return out;
 }
 
-double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / std::max(scale, 1e-30);
+bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST(TensorParallelMpiTest, GroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights) {
-  RandomLlama model = Model();
+void ExpectGroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights(DType type) {
+  RandomLlama model = Model(type);
   const int64_t total_bytes = model.weights.total_bytes();
 
   int64_t my_weight_bytes = 0;
@@ -133,11 +136,11 @@ TEST(TensorParallelMpiTest, GroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights)
     EXPECT_EQ(grouped.logits.size(), reference.logits.size());
     for (size_t step = 0; step < grouped.logits.size() && step < reference.logits.size(); ++step) {
       EXPECT_EQ(grouped.logits[step].size(), 1001u);
-      EXPECT_LE(RelativeError(grouped.logits[step], reference.logits[step]), 1e-4)
-          << "tp " << group.tp_size() << " step " << step;
+      EXPECT_TRUE(BitwiseEqual(grouped.logits[step], reference.logits[step]))
+          << DTypeName(type) << " tp " << group.tp_size() << " step " << step;
     }
     EXPECT_EQ(grouped.greedy.size(), static_cast<size_t>(kGreedyTokens));
-    EXPECT_EQ(grouped.greedy, reference.greedy) << "tp " << group.tp_size();
+    EXPECT_EQ(grouped.greedy, reference.greedy) << DTypeName(type) << " tp " << group.tp_size();
     return OkStatus();
   };
   Status status = RunGroup(make, lead);
@@ -151,10 +154,22 @@ TEST(TensorParallelMpiTest, GroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights)
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const double share = static_cast<double>(my_weight_bytes) * size / total_bytes;
   EXPECT_EQ(my_bytes_read, my_weight_bytes);
-  EXPECT_GE(share, 0.7) << "rank " << rank;
-  EXPECT_LE(share, 1.4) << "rank " << rank;
-  std::fprintf(stderr, "tp %d rank %d: %lld of %lld weight bytes (%.3f x 1/TP)\n", size, rank,
+  EXPECT_GE(share, 0.7) << DTypeName(type) << " rank " << rank;
+  EXPECT_LE(share, 1.4) << DTypeName(type) << " rank " << rank;
+  std::fprintf(stderr, "%s tp %d rank %d: %lld of %lld weight bytes (%.3f x 1/TP)\n", DTypeName(type), size, rank,
                static_cast<long long>(my_weight_bytes), static_cast<long long>(total_bytes), share);
+}
+
+TEST(TensorParallelMpiTest, F32GroupMatchesSingleRankBitwise) {
+  ExpectGroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights(DType::kF32);
+}
+
+TEST(TensorParallelMpiTest, Q4_1GroupMatchesSingleRankBitwise) {
+  ExpectGroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights(DType::kQ4_1);
+}
+
+TEST(TensorParallelMpiTest, Q8_0GroupMatchesSingleRankBitwise) {
+  ExpectGroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights(DType::kQ8_0);
 }
 
 }  // namespace

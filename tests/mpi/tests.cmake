@@ -45,6 +45,11 @@ if(TARGET tpserve_comm_nccl)
                      LIBS tpserve_comm_nccl)
     set_property(TEST nccl_communicator_mpi_test_np${np} APPEND PROPERTY LABELS gpu)
   endforeach()
+  # The CUDA executor as a TP 2 NCCL group against the CPU engine (skips without a GPU per rank).
+  tpserve_mpi_test(cuda_executor_mpi_test 2
+                   SOURCES ${MPI_TEST_DIR}/cuda_executor_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
+                   LIBS tpserve_testing)
+  set_property(TEST cuda_executor_mpi_test_np2 APPEND PROPERTY LABELS gpu)
 endif()
 
 # The same group split across two network namespaces (deploy/netns-*.sh) gives the same ids as on
@@ -54,4 +59,13 @@ if(TARGET tpserve-run)
            COMMAND ${CMAKE_SOURCE_DIR}/deploy/netns-test.sh $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
   set_tests_properties(netns_two_host_test PROPERTIES LABELS "mpi;netns" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+
+# The real model prints the same ids at --tp 2, 3 and 4 as at --tp 1 (greedy and seeded sampling).
+# Skipped when the model has not been fetched.
+if(TARGET tpserve-run)
+  add_test(NAME tp_equality_test
+           COMMAND ${MPI_TEST_DIR}/tp_equality_test.sh $<TARGET_FILE:tpserve-run>
+                   ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  set_tests_properties(tp_equality_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

@@ -50,18 +50,8 @@ class ThreadCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return shared_->size; }
 
-  Status AllReduceSum(float* data, size_t count) override {
-    const Timer timer(this);
-    RETURN_IF_ERROR(Publish(data, count));
-    std::vector<float> sum(count, 0.0f);
-    for (int r = 0; r < size(); ++r) {
-      const float* in = static_cast<const float*>(shared_->inputs[r]);
-      for (size_t i = 0; i < count; ++i) sum[i] += in[i];
-    }
-    RETURN_IF_ERROR(shared_->Arrive());  // everyone has read every input
-    if (count > 0) std::memcpy(data, sum.data(), count * sizeof(float));
-    return OkStatus();
-  }
+  Status AllReduceSum(float* data, size_t count) override { return SumInRankOrder(data, count); }
+  Status AllReduceSum(int64_t* data, size_t count) override { return SumInRankOrder(data, count); }
 
   Status AllGather(const float* in, size_t count, float* out) override {
     const Timer timer(this);
@@ -94,6 +84,20 @@ class ThreadCommunicator : public Communicator {
     ThreadCommunicator* comm;
     std::chrono::steady_clock::time_point start;
   };
+
+  template <class T>
+  Status SumInRankOrder(T* data, size_t count) {
+    const Timer timer(this);
+    RETURN_IF_ERROR(Publish(data, count));
+    std::vector<T> sum(count, T{0});
+    for (int r = 0; r < size(); ++r) {
+      const T* in = static_cast<const T*>(shared_->inputs[r]);
+      for (size_t i = 0; i < count; ++i) sum[i] += in[i];
+    }
+    RETURN_IF_ERROR(shared_->Arrive());  // everyone has read every input
+    if (count > 0) std::memcpy(data, sum.data(), count * sizeof(T));
+    return OkStatus();
+  }
 
   // Makes this rank's input visible and waits for all the others'; every rank must pass the
   // same count (a programmer error otherwise, as a mismatched MPI collective would be).

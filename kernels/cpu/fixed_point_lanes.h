@@ -1,0 +1,68 @@
+// Internal to the fixed-point matmul tiles (kernels/cpu/matmul_fixed_point.h): the rounding of a
+// scaled f32 term to an int64, and eight int64 accumulator lanes fed eight f32 terms at a time.
+// Every path rounds to nearest, ties to even, so AVX-512, AVX2 and portable builds add the same
+// integers. Sums wrap instead of overflowing (only possible outside the documented range).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define TPSERVE_FIXED_POINT_AVX2 1
+#include "kernels/cpu/simd.h"
+#endif
+
+namespace tpserve::internal {
+
+// RNE(v) for a term already scaled by 2^32. Outside ±2^62 (or NaN) the value is unspecified.
+inline int64_t ToFixed(float v) {
+  if (!(std::fabs(v) < 0x1p62f)) return INT64_MIN;
+  return static_cast<int64_t>(std::nearbyint(v));
+}
+
+// Wrapping addition (signed overflow would be undefined; it happens only outside the range).
+inline int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+#if TPSERVE_FIXED_POINT_AVX2
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// Eight int64 lanes in one register; the conversion rounds to nearest even whatever MXCSR says.
+class FixedLanes {
+ public:
+  void Add(__m256 terms) {
+    lanes_ = _mm512_add_epi64(lanes_, _mm512_cvt_roundps_epi64(terms, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  int64_t Sum() const { return _mm512_reduce_add_epi64(lanes_); }
+
+ private:
+  __m512i lanes_ = _mm512_setzero_si512();
+};
+#else
+// AVX2 has no f32 → int64 conversion: widen to f64 and add 1.5·2^52, which rounds to an integer
+// (nearest even, the default MXCSR mode) in the low mantissa bits for |v| < 2^51.
+class FixedLanes {
+ public:
+  void Add(__m256 terms) {
+    lo_ = _mm256_add_epi64(lo_, Round(_mm256_castps256_ps128(terms)));
+    hi_ = _mm256_add_epi64(hi_, Round(_mm256_extractf128_ps(terms, 1)));
+  }
+  int64_t Sum() const {
+    alignas(32) int64_t v[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi64(lo_, hi_));
+    return WrapAdd(WrapAdd(v[0], v[1]), WrapAdd(v[2], v[3]));
+  }
+
+ private:
+  static __m256i Round(__m128 four) {
+    const __m256d magic = _mm256_set1_pd(0x1.8p52);
+    const __m256d shifted = _mm256_add_pd(_mm256_cvtps_pd(four), magic);
+    return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
+  }
+  __m256i lo_ = _mm256_setzero_si256();
+  __m256i hi_ = _mm256_setzero_si256();
+};
+#endif
+#endif
+
+}  // namespace tpserve::internal
