@@ -1,15 +1,7 @@
 #include "model/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-
-#include "model/mapped_slice.h"
 
 namespace tpserve {
 namespace {
@@ -35,23 +27,37 @@ uint64_t ScalarSize(Type t) {
 bool IsKnownType(uint32_t t) { return t <= static_cast<uint32_t>(Type::kF64); }
 bool IsFloatType(Type t) { return t == Type::kF32 || t == Type::kF64; }
 
-// Bounds-checked little-endian reader over the mapped header. Every read that would pass the end
-// of the file fails with DATA_LOSS naming what was being read.
+// Bounds-checked little-endian reader of the header, through a window of the file refilled with
+// pread as the parse moves on. Every read that would pass the end of the file (as opened) fails with
+// DATA_LOSS naming what was being read; so does a file that shrinks under the parse (TensorFile).
 class Cursor {
  public:
-  Cursor(const std::string& path, const uint8_t* data, uint64_t size) : path_(path), data_(data), size_(size) {}
+  explicit Cursor(const TensorFile& file) : file_(file), size_(file.size()) {}
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
 
   Status Error(const std::string& what) const {
-    return DataLoss(path_ + ": " + what + " (at byte " + std::to_string(pos_) + " of " + std::to_string(size_) + ")");
+    return DataLoss(file_.path() + ": " + what + " (at byte " + std::to_string(pos_) + " of " +
+                    std::to_string(size_) + ")");
   }
 
   Status Bytes(void* out, uint64_t n, const std::string& what) {
     if (n > remaining()) return Error("truncated: " + what + " runs past the end of the file");
-    std::memcpy(out, data_ + pos_, n);
-    pos_ += n;
+    uint8_t* dst = static_cast<uint8_t*>(out);
+    while (n > 0) {
+      if (pos_ < window_begin_ || pos_ >= window_begin_ + window_.size()) {
+        window_.resize(static_cast<size_t>(std::min<uint64_t>(kWindowBytes, size_ - pos_)));
+        window_begin_ = pos_;
+        RETURN_IF_ERROR(file_.ReadAt(pos_, window_.data(), window_.size(), "the header (" + what + ")"));
+      }
+      const uint64_t offset = pos_ - window_begin_;
+      const uint64_t take = std::min<uint64_t>(n, window_.size() - offset);
+      std::memcpy(dst, window_.data() + offset, take);
+      dst += take;
+      pos_ += take;
+      n -= take;
+    }
     return OkStatus();
   }
   Status U32(uint32_t* out, const std::string& what) { return Bytes(out, 4, what); }
@@ -64,9 +70,8 @@ class Cursor {
       return Error(what + " length " + std::to_string(len) + " exceeds the " + std::to_string(remaining()) +
                    " bytes left in the file");
     }
-    out->assign(reinterpret_cast<const char*>(data_ + pos_), len);
-    pos_ += len;
-    return OkStatus();
+    out->resize(len);
+    return Bytes(out->data(), len, what);
   }
 
   // Reads one scalar of type t into value->i / value->f.
@@ -100,10 +105,13 @@ class Cursor {
   }
 
  private:
-  const std::string& path_;
-  const uint8_t* data_;
+  static constexpr uint64_t kWindowBytes = 1 << 20;
+
+  const TensorFile& file_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  std::vector<uint8_t> window_;  // bytes [window_begin_, window_begin_ + window_.size()) of the file
+  uint64_t window_begin_ = 0;
 };
 
 Status ReadValue(Cursor* c, Type type, GgufValue* out, const std::string& what) {
@@ -145,32 +153,17 @@ bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_
 }  // namespace
 
 StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return NotFound("no such file: " + path);
-    return NotFound("cannot open " + path + ": " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return DataLoss(path + ": not a regular file");
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> tensor_file, TensorFile::Open(path));
+  const uint64_t size = tensor_file->size();
   if (size < 24) {
-    ::close(fd);
     return DataLoss(path + ": truncated: " + std::to_string(size) + " bytes is shorter than a GGUF header");
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return DataLoss(path + ": mmap failed: " + std::strerror(errno));
-
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
   file->size_ = size;
-  file->map_ = static_cast<const uint8_t*>(map);
+  file->file_ = std::move(tensor_file);
 
-  Cursor c(file->path_, file->map_, size);
+  Cursor c(*file->file_);
   uint32_t magic = 0;
   RETURN_IF_ERROR(c.U32(&magic, "magic"));
   if (magic != kGgufMagic) return c.Error("bad magic: not a GGUF file");
@@ -279,9 +272,7 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   return file;
 }
 
-GgufFile::~GgufFile() {
-  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), size_);
-}
+GgufFile::~GgufFile() = default;
 
 const GgufValue* GgufFile::Get(const std::string& key) const {
   auto it = metadata_.find(key);
@@ -325,13 +316,11 @@ std::vector<std::string> GgufFile::Names() const {
   return names;
 }
 
-const uint8_t* GgufFile::TensorData(const TensorInfo& info) const { return map_ + info.offset; }
-
 StatusOr<HostTensor> GgufFile::ReadSlice(const std::string& name, int64_t row_begin, int64_t row_end,
                                          int64_t col_begin, int64_t col_end) const {
   const TensorInfo* info = Find(name);
   if (info == nullptr) return NotFound(path_ + ": no tensor " + name);
-  return CopyTensorSlice(*info, TensorData(*info), row_begin, row_end, col_begin, col_end);
+  return file_->ReadSlice(*info, row_begin, row_end, col_begin, col_end);
 }
 
 }  // namespace tpserve

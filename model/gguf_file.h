@@ -1,5 +1,6 @@
-// GgufFile: a memory-mapped GGUF (v2/v3) file. The header, metadata and tensor table are parsed
-// and validated on Open; tensor data stays untouched in the mapping until a slice is read.
+// GgufFile: a GGUF (v2/v3) file. The header, metadata and tensor table are read (pread, through
+// TensorFile) and validated on Open; tensor data stays in the file until a slice is read, straight
+// into its buffer. A file truncated while open makes the read a DATA_LOSS, never a crash.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/tensor_file.h"
 #include "model/weight_source.h"
 
 namespace tpserve {
@@ -56,16 +58,13 @@ class GgufFile : public WeightSource {
   StatusOr<HostTensor> ReadSlice(const std::string& name, int64_t row_begin, int64_t row_end,
                                  int64_t col_begin, int64_t col_end) const override;
 
-  // Pointer to a tensor's bytes inside the mapping (for tools and tests).
-  const uint8_t* TensorData(const TensorInfo& info) const;
-
  private:
   GgufFile() = default;
 
   std::string path_;
   uint32_t version_ = 0;
   uint64_t size_ = 0;
-  const uint8_t* map_ = nullptr;
+  std::unique_ptr<TensorFile> file_;
   std::map<std::string, GgufValue> metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> tensor_index_;

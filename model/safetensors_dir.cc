@@ -1,17 +1,9 @@
 #include "model/safetensors_dir.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
-
-#include "model/mapped_slice.h"
 
 namespace tpserve {
 namespace {
@@ -182,45 +174,26 @@ std::string HfToGgufName(const std::string& hf) {
   return "";
 }
 
-SafetensorsDir::~SafetensorsDir() {
-  for (Shard& s : shards_) {
-    if (s.map != nullptr) ::munmap(const_cast<uint8_t*>(s.map), s.size);
-  }
-}
+SafetensorsDir::~SafetensorsDir() = default;
 
 Status SafetensorsDir::AddShard(const std::string& file_name, const std::vector<std::string>* expected) {
-  Shard shard;
-  shard.path = dir_ + "/" + file_name;
-  const std::string& path = shard.path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFound("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return DataLoss(path + ": not a regular file");
-  }
-  shard.size = static_cast<uint64_t>(st.st_size);
-  if (shard.size < 8) {
-    ::close(fd);
-    return DataLoss(path + ": truncated: shorter than the 8-byte header length");
-  }
-  void* map = ::mmap(nullptr, shard.size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return DataLoss(path + ": mmap failed: " + std::strerror(errno));
-  shard.map = static_cast<const uint8_t*>(map);
-  const size_t shard_index = shards_.size();
-  shards_.push_back(shard);  // owned from here on, unmapped by the destructor
-
+  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> shard, TensorFile::Open(dir_ + "/" + file_name));
+  const std::string& path = shard->path();
+  const uint64_t size = shard->size();
+  if (size < 8) return DataLoss(path + ": truncated: shorter than the 8-byte header length");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, shard.map, 8);
-  if (header_len > shard.size - 8 || header_len > kMaxHeaderBytes) {
+  RETURN_IF_ERROR(shard->ReadAt(0, &header_len, 8, "the header length"));
+  if (header_len > size - 8 || header_len > kMaxHeaderBytes) {
     return DataLoss(path + ": header length " + std::to_string(header_len) + " exceeds the file (" +
-                    std::to_string(shard.size) + " bytes) or the 100 MB limit");
+                    std::to_string(size) + " bytes) or the 100 MB limit");
   }
+  std::string header_text(header_len, '\0');
+  RETURN_IF_ERROR(shard->ReadAt(8, header_text.data(), header_len, "the header"));
   const uint64_t data_start = 8 + header_len;
-  const uint64_t data_size = shard.size - data_start;
-  StatusOr<JsonValue> header =
-      ParseJson(std::string_view(reinterpret_cast<const char*>(shard.map) + 8, header_len));
+  const uint64_t data_size = size - data_start;
+  const size_t shard_index = shards_.size();
+  shards_.push_back(std::move(shard));
+  StatusOr<JsonValue> header = ParseJson(header_text);
   if (!header.ok()) return DataLoss(path + ": header: " + header.status().message());
   if (!header->is_object()) return DataLoss(path + ": header is not a JSON object");
 
@@ -340,8 +313,7 @@ StatusOr<HostTensor> SafetensorsDir::ReadSlice(const std::string& name, int64_t 
   auto it = tensor_index_.find(name);
   if (it == tensor_index_.end()) return NotFound(dir_ + ": no tensor " + name);
   const TensorInfo& info = tensors_[it->second];
-  const Shard& shard = shards_[tensor_shard_[it->second]];
-  return CopyTensorSlice(info, shard.map + info.offset, row_begin, row_end, col_begin, col_end);
+  return shards_[tensor_shard_[it->second]]->ReadSlice(info, row_begin, row_end, col_begin, col_end);
 }
 
 }  // namespace tpserve

@@ -1,6 +1,7 @@
 // SafetensorsDir: a Hugging Face Llama checkpoint directory (config.json plus model.safetensors,
 // or shards listed in model.safetensors.index.json) as a WeightSource with canonical GGUF tensor
-// names. Shards are memory-mapped; tensor data stays untouched until a slice is read.
+// names. Shards are read with pread (TensorFile): tensor data stays in the files until a slice is
+// read, straight into its buffer, and a shard truncated while open is a DATA_LOSS, never a crash.
 //
 // HF names map as model.embed_tokens -> token_embd, model.layers.N.input_layernorm -> blk.N.attn_norm,
 // self_attn.{q,k,v,o}_proj -> attn_{q,k,v,output}, post_attention_layernorm -> ffn_norm,
@@ -17,6 +18,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "model/model_config.h"
+#include "model/tensor_file.h"
 #include "model/weight_source.h"
 
 namespace tpserve {
@@ -56,17 +58,12 @@ class SafetensorsDir : public WeightSource {
                                  int64_t col_begin, int64_t col_end) const override;
 
  private:
-  struct Shard {
-    std::string path;
-    const uint8_t* map = nullptr;
-    uint64_t size = 0;
-  };
   SafetensorsDir() = default;
   Status AddShard(const std::string& file_name, const std::vector<std::string>* expected);
 
   std::string dir_;
   ModelConfig config_;
-  std::vector<Shard> shards_;
+  std::vector<std::unique_ptr<TensorFile>> shards_;
   std::vector<TensorInfo> tensors_;
   std::vector<size_t> tensor_shard_;  // [tensors_.size()] index into shards_
   std::map<std::string, size_t> tensor_index_;

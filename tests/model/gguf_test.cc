@@ -205,6 +205,69 @@ TEST(GgufTest, SlicesEqualTheSameRowsAndColumnsOfTheWholeTensor) {
   std::remove(f.path.c_str());
 }
 
+// A file truncated while open (a checkpoint rewritten under a running worker): every read that
+// reaches past the new end is DATA_LOSS naming the file, the tensor and the offset, never a SIGBUS;
+// a tensor still wholly inside reads as before.
+TEST(GgufTest, TruncatedWhileOpenReadsAreDataLossNotACrash) {
+  SmallFile f = WriteSmallFile("truncated");
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(f.path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const GgufFile& g = **file;
+  const TensorInfo* first = g.Find("w.F32");
+  ASSERT_NE(first, nullptr);
+  for (const std::string& name : g.Names()) ASSERT_LE(first->offset, g.Find(name)->offset) << name;
+  ASSERT_EQ(::truncate(f.path.c_str(), static_cast<off_t>(first->offset + first->nbytes)), 0);
+
+  StatusOr<HostTensor> kept = g.Read("w.F32");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(SameBytes(*kept, f.tensors[0].data.get(), f.tensors[0].nbytes()));
+  const auto expect_data_loss = [&](const StatusOr<HostTensor>& t, const std::string& name) {
+    ASSERT_FALSE(t.ok()) << name << " read past the end of the file";
+    EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+    EXPECT_NE(t.status().message().find(f.path), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("tensor " + name), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("offset " + std::to_string(g.Find(name)->offset)), std::string::npos)
+        << t.status().message();
+  };
+  expect_data_loss(g.Read("w.Q4_1"), "w.Q4_1");           // whole rows: one read
+  expect_data_loss(g.ReadRows("norm", 0, 1), "norm");      // the last tensor
+  const StatusOr<HostTensor> cols = g.ReadCols("w.F16", 32, 64);  // a column slice, row by row
+  ASSERT_FALSE(cols.ok());
+  EXPECT_EQ(cols.status().code(), StatusCode::kDataLoss) << cols.status().ToString();
+  EXPECT_NE(cols.status().message().find("tensor w.F16"), std::string::npos) << cols.status().message();
+
+  ASSERT_EQ(::truncate(f.path.c_str(), 0), 0);
+  EXPECT_EQ(g.Read("w.F32").status().code(), StatusCode::kDataLoss);
+  std::remove(f.path.c_str());
+}
+
+// The header is read through a window of the file: metadata longer than the window (one string
+// and one string array each over 1 MiB) and the tensor table after it read back exactly.
+TEST(GgufTest, HeaderLargerThanTheReadWindowRoundTrips) {
+  const std::string path = TempPath("big_header");
+  std::string long_string(3u << 20, 'x');
+  for (size_t i = 0; i < long_string.size(); i += 4099) long_string[i] = static_cast<char>('a' + i % 26);
+  std::vector<std::string> many;
+  for (int i = 0; i < 200000; ++i) many.push_back(NumberedName(static_cast<uint32_t>(i)));
+  const HostTensor t = RandomTensor(DType::kQ8_0, 3, 64, 9);
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  w.SetString("long", long_string);
+  w.SetStringArray("many", many);
+  w.AddTensor("t", DType::kQ8_0, {3, 64});
+  ASSERT_TRUE(w.Open(path).ok());
+  ASSERT_TRUE(w.WriteTensor(t).ok());
+  ASSERT_TRUE(w.Finish().ok());
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(*(*file)->GetString("long"), long_string);
+  EXPECT_EQ((*file)->Get("many")->strings, many);
+  StatusOr<HostTensor> read = (*file)->Read("t");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(SameBytes(*read, t.data.get(), t.nbytes()));
+  std::remove(path.c_str());
+}
+
 TEST(GgufTest, StreamsTensorDataInArbitraryPieces) {
   SmallFile f = WriteSmallFile("whole");
   const std::string path = TempPath("pieces");

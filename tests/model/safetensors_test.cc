@@ -291,6 +291,22 @@ TEST_F(SafetensorsCorruptTest, BadHeaders) {
   ExpectError(StatusCode::kDataLoss, "outside");
 }
 
+// A shard truncated after Open (to its header): reading any tensor is DATA_LOSS naming the shard and
+// the tensor, not a SIGBUS.
+TEST_F(SafetensorsCorruptTest, ShardTruncatedWhileOpenIsDataLoss) {
+  StatusOr<std::unique_ptr<SafetensorsDir>> d = SafetensorsDir::Open(dir_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const std::string shard = dir_ + "/model.safetensors";
+  ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(8 + header_len_)), 0);
+  for (const std::string& name : (*d)->Names()) {
+    StatusOr<HostTensor> t = (*d)->ReadRows(name, 0, 1);
+    ASSERT_FALSE(t.ok()) << name;
+    EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+    EXPECT_NE(t.status().message().find(shard), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find("tensor " + name), std::string::npos) << t.status().message();
+  }
+}
+
 TEST_F(SafetensorsCorruptTest, MissingTensorIsReportedByModelFile) {
   WriteModel(Replace("model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.upp_proj.weight"));
   EXPECT_TRUE(SafetensorsDir::Open(dir_).ok());  // an unknown name is ignored ...
