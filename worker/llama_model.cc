@@ -33,7 +33,7 @@ void Grow(std::vector<T>& v, size_t n) {
 }  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelConfig& config, const WeightSource& weights,
-                                                       const ShardPlan& shard) {
+                                                       const ShardPlan& shard, bool merge_column_parallel) {
   if (config.architecture != "llama") return InvalidArgument("unsupported architecture " + config.architecture);
   RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<LlamaModel> model(new LlamaModel(config, shard));
@@ -48,19 +48,22 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelConfig& config
   for (int l = 0; l < config.num_layers; ++l) {
     Layer layer;
     ASSIGN_OR_RETURN(layer.attn_norm, LoadVector(weights, BlockName(l, "attn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.q, ColumnParallelLinear::Load(weights, BlockName(l, "attn_q"), q_rows, hidden,
-                                                         shard.q_row_begin(), shard.q_row_end()));
-    ASSIGN_OR_RETURN(layer.k, ColumnParallelLinear::Load(weights, BlockName(l, "attn_k"), kv_rows, hidden,
-                                                         shard.kv_row_begin(), shard.kv_row_end()));
-    ASSIGN_OR_RETURN(layer.v, ColumnParallelLinear::Load(weights, BlockName(l, "attn_v"), kv_rows, hidden,
-                                                         shard.kv_row_begin(), shard.kv_row_end()));
+    ASSIGN_OR_RETURN(layer.qkv,
+                     MergedColumnParallelLinear::Load(
+                         weights,
+                         {{BlockName(l, "attn_q"), q_rows, shard.q_row_begin(), shard.q_row_end()},
+                          {BlockName(l, "attn_k"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()},
+                          {BlockName(l, "attn_v"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()}},
+                         hidden, merge_column_parallel));
     ASSIGN_OR_RETURN(layer.o, RowParallelLinear::Load(weights, BlockName(l, "attn_output"), hidden, q_rows,
                                                       shard.q_row_begin(), shard.q_row_end()));
     ASSIGN_OR_RETURN(layer.ffn_norm, LoadVector(weights, BlockName(l, "ffn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.gate, ColumnParallelLinear::Load(weights, BlockName(l, "ffn_gate"), config.ffn_size,
-                                                            hidden, shard.ffn_begin, shard.ffn_end));
-    ASSIGN_OR_RETURN(layer.up, ColumnParallelLinear::Load(weights, BlockName(l, "ffn_up"), config.ffn_size, hidden,
-                                                          shard.ffn_begin, shard.ffn_end));
+    ASSIGN_OR_RETURN(layer.gate_up,
+                     MergedColumnParallelLinear::Load(
+                         weights,
+                         {{BlockName(l, "ffn_gate"), config.ffn_size, shard.ffn_begin, shard.ffn_end},
+                          {BlockName(l, "ffn_up"), config.ffn_size, shard.ffn_begin, shard.ffn_end}},
+                         hidden, merge_column_parallel));
     ASSIGN_OR_RETURN(layer.down, RowParallelLinear::Load(weights, BlockName(l, "ffn_down"), hidden,
                                                          config.ffn_size, shard.ffn_begin, shard.ffn_end));
     model->layers_.push_back(std::move(layer));
@@ -80,8 +83,7 @@ int64_t LlamaModel::weight_bytes() const {
   int64_t bytes = embedding_.bytes() + static_cast<int64_t>(output_norm_.size() * sizeof(float));
   if (!lm_head_shares_embedding_) bytes += lm_head_.bytes();
   for (const Layer& layer : layers_) {
-    bytes += layer.q.bytes() + layer.k.bytes() + layer.v.bytes() + layer.o.bytes() + layer.gate.bytes() +
-             layer.up.bytes() + layer.down.bytes();
+    bytes += layer.qkv.bytes() + layer.o.bytes() + layer.gate_up.bytes() + layer.down.bytes();
     bytes += static_cast<int64_t>((layer.attn_norm.size() + layer.ffn_norm.size()) * sizeof(float));
   }
   return bytes;
@@ -129,9 +131,8 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
 
   // Attention block.
   RmsNorm(x_.data(), layer.attn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
-  layer.q.Forward(h_.data(), num_tokens, q_.data(), pool);
-  layer.k.Forward(h_.data(), num_tokens, k_.data(), pool);
-  layer.v.Forward(h_.data(), num_tokens, v_.data(), pool);
+  float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
+  layer.qkv.Forward(h_.data(), num_tokens, qkv_out, pool);
   ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, inv_freq_.data(), config_.rope_layout);
   ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, inv_freq_.data(), config_.rope_layout);
   WriteKvCache(k_.data(), v_.data(), batch.slot_mapping, num_tokens, num_kv_heads, head_dim, cache.k, cache.v);
@@ -159,8 +160,8 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
 
   // Feed-forward block.
   RmsNorm(x_.data(), layer.ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
-  layer.gate.Forward(h_.data(), num_tokens, gate_.data(), pool);
-  layer.up.Forward(h_.data(), num_tokens, up_.data(), pool);
+  float* const gate_up_out[] = {gate_.data(), up_.data()};
+  layer.gate_up.Forward(h_.data(), num_tokens, gate_up_out, pool);
   SiluMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data());
   RETURN_IF_ERROR(layer.down.Forward(gate_.data(), num_tokens, h_.data(), pool, comm));
   for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];

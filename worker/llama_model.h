@@ -13,6 +13,7 @@
 #include "common/thread_pool.h"
 #include "model/model_config.h"
 #include "model/weight_source.h"
+#include "worker/merged_column_parallel_linear.h"
 #include "worker/parallel_linear.h"
 #include "worker/shard_plan.h"
 
@@ -40,10 +41,12 @@ struct ForwardBatch {
 
 class LlamaModel {
  public:
-  // Loads this rank's slices. Errors: the reader's (NOT_FOUND for a missing tensor, DATA_LOSS for a
-  // tensor of the wrong shape), INVALID_ARGUMENT for an unsupported architecture.
+  // Loads this rank's slices. merge_column_parallel: Q/K/V, and gate/up, each one stacked matrix where
+  // their types agree (one matmul each; bitwise the same outputs as separate matrices, which false keeps).
+  // Errors: the reader's (NOT_FOUND for a missing tensor, DATA_LOSS for a tensor of the wrong shape),
+  // INVALID_ARGUMENT for an unsupported architecture.
   static StatusOr<std::unique_ptr<LlamaModel>> Load(const ModelConfig& config, const WeightSource& weights,
-                                                    const ShardPlan& shard);
+                                                    const ShardPlan& shard, bool merge_column_parallel = true);
 
   // REQUIRES: the batch is consistent (ids < V, slots and block tables within the cache, every position's
   // block present); ModelExecutor validates plans before calling. kv_caches: [L].
@@ -57,15 +60,12 @@ class LlamaModel {
 
  private:
   struct Layer {
-    std::vector<float> attn_norm;  // [hidden]
-    ColumnParallelLinear q;        // [H * D, hidden]
-    ColumnParallelLinear k;        // [Hkv * D, hidden]
-    ColumnParallelLinear v;        // [Hkv * D, hidden]
-    RowParallelLinear o;           // [hidden, H * D]
-    std::vector<float> ffn_norm;   // [hidden]
-    ColumnParallelLinear gate;     // [ffn_shard, hidden]
-    ColumnParallelLinear up;       // [ffn_shard, hidden]
-    RowParallelLinear down;        // [hidden, ffn_shard]
+    std::vector<float> attn_norm;        // [hidden]
+    MergedColumnParallelLinear qkv;      // parts q [H * D, hidden], k and v [Hkv * D, hidden]
+    RowParallelLinear o;                 // [hidden, H * D]
+    std::vector<float> ffn_norm;         // [hidden]
+    MergedColumnParallelLinear gate_up;  // parts gate and up, each [ffn_shard, hidden]
+    RowParallelLinear down;              // [hidden, ffn_shard]
   };
 
   LlamaModel(const ModelConfig& config, const ShardPlan& shard) : config_(config), shard_(shard) {}

@@ -61,7 +61,7 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->comm_ = comm;
   executor->block_size_ = options.block_size;
-  ASSIGN_OR_RETURN(executor->model_, LlamaModel::Load(config, weights, shard));
+  ASSIGN_OR_RETURN(executor->model_, LlamaModel::Load(config, weights, shard, options.merge_column_parallel));
 
   int64_t num_blocks = options.num_kv_blocks;
   if (num_blocks <= 0) {
@@ -83,9 +83,10 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
     executor->kv_caches_.push_back({executor->kv_pool_->KeyCache(l), executor->kv_pool_->ValueCache(l)});
   }
   const int num_threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultThreads();
-  executor->pool_ = std::make_unique<ThreadPool>(num_threads);
+  const int poll_us = options.poll_us >= 0 ? options.poll_us : ThreadPool::DefaultPollMicros();
+  executor->pool_ = std::make_unique<ThreadPool>(num_threads, poll_us);
   LOG(INFO) << shard.ToString() << ": " << executor->weight_bytes() << " weight bytes, "
-            << executor->CapacityReport() << ", " << num_threads << " threads";
+            << executor->CapacityReport() << ", " << num_threads << " threads polling " << poll_us << " us";
   return executor;
 }
 

@@ -28,6 +28,8 @@ struct ExecutorOptions {
   int64_t num_kv_blocks = 0;  // 0: from kv_memory_bytes
   int64_t kv_memory_bytes = int64_t{256} << 20;
   int num_threads = 0;  // 0: ThreadPool::DefaultThreads()
+  int poll_us = -1;     // kernel threads poll this long for work before sleeping; < 0: ThreadPool::DefaultPollMicros()
+  bool merge_column_parallel = true;  // see LlamaModel::Load; false only for A/B checks
 };
 
 class ModelExecutor {

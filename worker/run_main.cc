@@ -1,6 +1,6 @@
 // tpserve-run: local generation on one rank, for debugging and scripting.
 //   tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]
-//     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]
+//     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--poll US] [--chat]
 // --tp N (N > 1) re-executes this command under `mpirun -np N` and generates on an N-rank tensor-parallel
 // group (rank 0 drives and prints; the other ranks serve its steps; see worker/group_runtime.h).
 // With --print-ids the generated ids (not the prompt) go space-separated on one line of stdout;
@@ -40,6 +40,7 @@ struct RunFlags {
   bool print_ids = false;
   bool chat = false;
   int threads = 0;
+  int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int64_t kv_mb = 256;
   int tp = 1;
 };
@@ -47,7 +48,8 @@ struct RunFlags {
 const char kUsage[] =
     "usage: tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]\n"
     "                   [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]\n"
-    "                   [--kv-mb MB] [--tp N]\n";
+    "                   [--kv-mb MB] [--tp N] [--poll US]\n"
+    "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
 
 StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
   try {
@@ -129,6 +131,11 @@ StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
       if (n < 0 || n > 1024) return InvalidArgument("--threads out of range");
       flags.threads = static_cast<int>(n);
+    } else if (arg == "--poll") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(int64_t us, ParseInt(arg, text));
+      if (us < 0 || us > 1000000) return InvalidArgument("--poll must be in [0, 1000000] microseconds");
+      flags.poll_us = static_cast<int>(us);
     } else if (arg == "--kv-mb") {
       ASSIGN_OR_RETURN(std::string text, value());
       ASSIGN_OR_RETURN(flags.kv_mb, ParseInt(arg, text));
@@ -210,6 +217,7 @@ Status Run(const RunFlags& flags) {
   ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
   ExecutorOptions options;
   options.num_threads = flags.threads;
+  options.poll_us = flags.poll_us;
   options.kv_memory_bytes = flags.kv_mb << 20;
   if (flags.tp == 1 && !IsMpiLaunched()) {
     std::unique_ptr<Communicator> comm = MakeLocalCommunicator();

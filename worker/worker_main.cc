@@ -4,7 +4,7 @@
 // a lost peer, leader or coordinator ends every rank with an error (MPI_Abort).
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
-//       [--kv-memory-mb MB] [--threads N] [--max-model-len N] [--deadline-s S] [--routing-id ID]
+//       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,13 +31,15 @@ struct WorkerFlags {
   int block_size = 16;
   int64_t kv_memory_mb = 256;
   int threads = 0;  // 0: cores / ranks on this host
+  int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int max_model_len = 0;  // 0: the model's context length
   int deadline_s = 30;
 };
 
 const char kUsage[] =
     "usage: mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]\n"
-    "           [--kv-memory-mb MB] [--threads N] [--max-model-len N] [--deadline-s S] [--routing-id ID]\n";
+    "           [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]\n"
+    "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
 
 StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
   try {
@@ -70,6 +72,9 @@ StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--threads") {
       ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 0, 1024));
       flags.threads = static_cast<int>(v);
+    } else if (arg == "--poll") {
+      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 0, 1000000));
+      flags.poll_us = static_cast<int>(v);
     } else if (arg == "--max-model-len") {
       ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 1, int64_t{1} << 30));
       flags.max_model_len = static_cast<int>(v);
@@ -99,6 +104,7 @@ Status Serve(const WorkerFlags& flags) {
     options.block_size = flags.block_size;
     options.kv_memory_bytes = flags.kv_memory_mb << 20;
     options.num_threads = flags.threads > 0 ? flags.threads : DefaultThreadsPerRank();
+    options.poll_us = flags.poll_us;
     ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm, options));
     LOG(INFO) << "rank " << comm->rank() << "/" << comm->size() << ": " << executor->weight_bytes()
               << " weight bytes; " << executor->CapacityReport();

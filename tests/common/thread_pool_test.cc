@@ -1,8 +1,11 @@
 // ThreadPool: every ParallelFor covers [0, n) exactly once, with a split that depends only on n and
-// the pool size; many back-to-back calls, and calls after the workers went idle, all complete.
+// the pool size; many back-to-back calls, and calls after the workers went idle, all complete, with
+// and without polling.
 #include "common/thread_pool.h"
 
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -86,6 +89,55 @@ TEST(ThreadPoolTest, ManyBackToBackCallsAndCallsAfterIdle) {
     if (call % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   EXPECT_EQ(sum.load(), expected);
+}
+
+// The polling path: workers and caller poll atomics between calls. Many back-to-back calls with a
+// counter each (some workers still polling from the last call, some asleep after a pause), and the
+// per-call split must be the sleeping pool's.
+TEST(ThreadPoolTest, PollingPoolCompletesEveryCallWithTheSameSplit) {
+  for (int poll_us : {1, 50, 1000}) {
+    ThreadPool polling(3, poll_us), sleeping(3, 0);
+    EXPECT_EQ(polling.poll_us(), poll_us);
+    std::atomic<int64_t> count{0};
+    int64_t expected = 0;
+    for (int call = 0; call < 5000; ++call) {
+      const int64_t n = 1 + call % 11;
+      polling.ParallelFor(n, [&](int64_t begin, int64_t end) { count.fetch_add(end - begin); });
+      expected += n;
+      ASSERT_EQ(count.load(), expected) << "poll " << poll_us << " call " << call;  // all chunks ran before return
+      if (call % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(2 * poll_us));
+    }
+    for (int64_t n : {2, 3, 17, 1000}) {
+      std::vector<int> hits_p, hits_s;
+      EXPECT_EQ(Chunks(polling, n, &hits_p), Chunks(sleeping, n, &hits_s)) << "poll " << poll_us << " n " << n;
+    }
+  }
+}
+
+// Workers write plain (non-atomic) memory in a call; the caller and the next call must see it: the
+// pool's hand-off orders it (TSan/ASan check the same code).
+TEST(ThreadPoolTest, PollingPoolPublishesChunkResults) {
+  ThreadPool pool(4, 20);
+  std::vector<int64_t> data(4096, 0);
+  for (int round = 1; round <= 200; ++round) {
+    pool.ParallelFor(static_cast<int64_t>(data.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) data[i] += i;
+    });
+    // Every element read on this thread after the call, including those other threads wrote.
+    int64_t sum = 0;
+    for (int64_t v : data) sum += v;
+    const int64_t n = static_cast<int64_t>(data.size());
+    ASSERT_EQ(sum, round * n * (n - 1) / 2);
+  }
+}
+
+TEST(ThreadPoolTest, DefaultPollFromEnvironment) {
+  ASSERT_EQ(setenv("TPSERVE_POLL_US", "37", 1), 0);
+  EXPECT_EQ(ThreadPool::DefaultPollMicros(), 37);
+  ASSERT_EQ(setenv("TPSERVE_POLL_US", "-5", 1), 0);
+  EXPECT_EQ(ThreadPool::DefaultPollMicros(), ThreadPool::kDefaultPollMicros);
+  ASSERT_EQ(unsetenv("TPSERVE_POLL_US"), 0);
+  EXPECT_EQ(ThreadPool::DefaultPollMicros(), ThreadPool::kDefaultPollMicros);
 }
 
 TEST(ThreadPoolTest, ZeroAndNegativeNDoNothing) {

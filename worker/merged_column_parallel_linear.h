@@ -1,0 +1,65 @@
+// MergedColumnParallelLinear: column-parallel weights that read the same input (Q, K, V; gate, up), this
+// rank's row slices of each stacked into one matrix, so a single MatMul — one round of thread-pool
+// dispatches instead of one per weight — computes them all (vLLM's QKVParallelLinear and
+// MergedColumnParallelLinear). The kernels compute every output row with the same operation sequence
+// whatever rows sit beside it (kernels/cpu/matmul.h), so each part's output is bitwise what a separate
+// ColumnParallelLinear gives, and the stack holds exactly the bytes of the separate slices.
+//
+// Only weights of one stored type can share a matrix: consecutive parts of the same type are stacked, and
+// a change of type starts a new matrix (a model with Q4_1 Q/K and a Q8_0 V runs two matmuls).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/weight_matrix.h"
+#include "model/tensor.h"
+#include "model/weight_source.h"
+
+namespace tpserve {
+
+class MergedColumnParallelLinear {
+ public:
+  // One stacked weight: W: [out_features, in_features]; this rank keeps rows [row_begin, row_end).
+  struct Part {
+    std::string name;
+    int64_t out_features = 0;
+    int64_t row_begin = 0;
+    int64_t row_end = 0;
+  };
+
+  MergedColumnParallelLinear() = default;
+  // Loads each part's slice (WeightSlice::Load) and stacks runs of equal type. merge = false gives every
+  // part its own matrix: the unmerged layout, for A/B comparisons.
+  // Errors: WeightSlice::Load's (NOT_FOUND, DATA_LOSS, the reader's).
+  static StatusOr<MergedColumnParallelLinear> Load(const WeightSource& weights, const std::vector<Part>& parts,
+                                                   int64_t in_features, bool merge = true);
+
+  // x: [T, in_features]; outs[i]: [T, out_shard(i)] for every part i (REQUIRES: outs.size() == num_parts()).
+  void Forward(const float* x, int64_t num_tokens, std::span<float* const> outs, ThreadPool* pool) const;
+
+  int64_t in_features() const { return in_features_; }
+  int num_parts() const { return static_cast<int>(part_rows_.size()); }
+  int64_t out_shard(int part) const { return part_rows_[part]; }
+  int num_matrices() const { return static_cast<int>(stacks_.size()); }
+  int64_t bytes() const;
+
+ private:
+  // Parts [first_part, first_part + num_parts) stacked in order: [Σ out_shard(i), in_features].
+  struct Stack {
+    HostTensor tensor;
+    WeightMatrix matrix;
+    int first_part = 0;
+    int num_parts = 0;
+  };
+
+  std::vector<Stack> stacks_;
+  std::vector<int64_t> part_rows_;  // [num_parts]
+  int64_t in_features_ = 0;
+};
+
+}  // namespace tpserve
