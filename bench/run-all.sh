@@ -8,8 +8,8 @@
 #  5. the floor: tpserve-bench-naive (generation without a KV cache)
 #  6. serving: bench/serve-sweep.sh (tpserve serve TP 1/2 under tpserve-bench, and llama.cpp's llama-server
 #     under the same load as the peer)
-#  7. bench/results/summary.md + calibration.json (bench/summarize.py), the roofline PNG
-#     (bench/roofline.py), bench/README.md's tables, and the H200 projection (bench/scaling_model.py)
+#  7. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
+#     bench/scaling_model.py on this calibration), bench/README.md's tables, the roofline PNG (bench/roofline.py)
 # Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run (~5 minutes: small sizes, one
 # serving point), BENCH_TMP (default /tmp/tpserve-bench), BENCH_RESULTS (default bench/results; elsewhere,
 # the page is written there too, not over bench/README.md: for trial runs that must not touch the committed results).
@@ -70,9 +70,11 @@ for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
   [ -n "$file" ] || continue
   prompt=512
   model_steps=$steps
+  model_batches=$batches
   if [ "$name" = synth1b-q8_0 ]; then
     prompt=128  # pp512 is 1.3 TFLOP: over a minute per rep on 2 cores
     model_steps=$((steps < 4 ? steps : 4))  # a batch-32 step is 80 GFLOP
+    model_batches=${batches%,64}  # batch 64 adds a 1,024-token prefill per TP degree: ~1 minute in all
   fi
   [ "$quick" = 1 ] && prompt=64
   tps="1 2 4"
@@ -84,7 +86,7 @@ for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
     label="TP$tp"
     [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
     step "engine $name $label"
-    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$batches" --prompt "$prompt" \
+    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$model_batches" --prompt "$prompt" \
       --decode-steps "$model_steps" --json "$results/engine_${name}_tp$tp.json" ||
       echo "engine $name TP$tp failed (continuing)"
   done
@@ -121,7 +123,7 @@ step "the floor: generation without a KV cache"
 step "serving: concurrency sweep, continuous vs static batching, prefix caching, llama-server peer"
 rm -f "$results"/serve_*.json "$results"/serve_*.txt
 if [ "$quick" = 1 ]; then  # one small point of each part: checks the path, measures little
-  BUILD="$build" RESULTS="$results" TPS=1 CONCURRENCIES=2 STATIC_C=2 INPUT_LEN=32 OUTPUT_LEN=8 SKIP_PREFIX=1 \
+  BUILD="$build" RESULTS="$results" TPS=1 CONCURRENCIES=2 STATIC_C=2 INPUT_LEN=32 OUTPUT_LEN=8 SKIP_PREFIX=1 OPEN_N=4 OPEN_RATE=4 \
     bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
 else
   BUILD="$build" RESULTS="$results" bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
@@ -131,6 +133,5 @@ step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
 python3 bench/summarize.py
 python3 bench/roofline.py
-python3 bench/scaling_model.py | tee "$results/scaling_model.txt"
 step "done"
 cat "$results/summary.md"

@@ -10,6 +10,9 @@
 # Then, at TP 1, prefix caching: $PREFIX_N requests at concurrency 1 sharing a $PREFIX_LEN-token
 # prefix (+16 own tokens, 8 output), once on a server with prefix caching and once on one started
 # with `tpserve serve --no-prefix-cache`; the TTFT ratio is the gain.
+# Then, at TP 1, an open loop: $OPEN_N requests arriving as a Poisson process at $OPEN_RATE req/s with
+# ShareGPT-like (lognormal) lengths of means $INPUT_LEN / $OUTPUT_LEN, goodput under TTFT <= $GOODPUT_TTFT_MS
+# and TPOT <= $GOODPUT_TPOT_MS ms; llama-server gets the same arrivals with $OPEN_SLOTS slots.
 # Then the peer: llama.cpp's llama-server through the same tpserve-bench (its http:// backend) with
 # the same requests (same seed and salt) at the same concurrency points as TP 1: the same GGUF, the
 # same thread count as TP 1 (-t/-tb = nproc), --parallel C slots (restarted per point), continuous
@@ -22,6 +25,8 @@
 # Env: BUILD (default build: needs client/tpserve, coordinator/tpserve-coordinator,
 #      worker/tpserve-worker, bench/tpserve-bench), TPSERVE, BENCH (override single binaries),
 #      MODEL, PORT, TPS, CONCURRENCIES, INPUT_LEN, OUTPUT_LEN, STATIC_C, PREFIX_LEN, PREFIX_N, KV_MB (256),
+#      OPEN_N (24), OPEN_RATE (2), OPEN_SLOTS (64: tpserve's max_num_seqs), GOODPUT_TTFT_MS (2000), GOODPUT_TPOT_MS (200),
+#      SKIP_OPEN=1,
 #      RESULTS (default bench/results), SKIP_PREFIX=1, SKIP_TPSERVE=1 (the peer only), SKIP_LLAMA=1,
 #      LLAMA_SERVER (default third_party/llama.cpp/build/bin/llama-server, from bench/peers/build-llama-cpp.sh),
 #      LLAMA_SERVER_ARGS (extra llama-server flags, e.g. "--poll 0": its threads spin-wait by default, which a
@@ -42,6 +47,11 @@ STATIC_C=${STATIC_C:-16}
 PREFIX_LEN=${PREFIX_LEN:-1000}
 PREFIX_N=${PREFIX_N:-8}
 KV_MB=${KV_MB:-256}
+OPEN_N=${OPEN_N:-24}
+OPEN_RATE=${OPEN_RATE:-2}
+OPEN_SLOTS=${OPEN_SLOTS:-64}
+GOODPUT_TTFT_MS=${GOODPUT_TTFT_MS:-2000}
+GOODPUT_TPOT_MS=${GOODPUT_TPOT_MS:-200}
 RESULTS=${RESULTS:-bench/results}
 LLAMA_SERVER=${LLAMA_SERVER:-third_party/llama.cpp/build/bin/llama-server}
 SERVER=tcp://127.0.0.1:$PORT
@@ -94,6 +104,11 @@ start_llama_server() {  # start_llama_server SLOTS KV_TOKENS
   wait_healthy llama-server "$RESULTS/serve_llama_server.log" curl -sf "$LLAMA_URL/health"
 }
 
+open_loop() {  # open_loop URL NAME: the open-loop run, the same arrivals and requests for every server
+  bench "$1" "$2" --token-salt 7000 --num-requests "$OPEN_N" --request-rate "$OPEN_RATE" --dataset sharegpt-like \
+    --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --goodput "ttft:$GOODPUT_TTFT_MS,tpot:$GOODPUT_TPOT_MS"
+}
+
 bench() {  # bench URL NAME [tpserve-bench flags...]; quiet, JSON to $RESULTS/serve_NAME.json
   local url=$1 name=$2; shift 2
   "$BENCH" --server "$url" --seed 1 --max-duration-s 300 --label "$name" --json "$RESULTS/serve_$name.json" \
@@ -119,6 +134,9 @@ if [ "${SKIP_TPSERVE:-0}" != 1 ]; then
       bench "$SERVER" "tp${tp}_${mode}_c${STATIC_C}" --token-salt $salt --num-requests $((3 * STATIC_C)) \
         --concurrency "$STATIC_C" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --range-ratio 0.5 $flag
     done
+    if [ "$tp" = "$first_tp" ] && [ "${SKIP_OPEN:-0}" != 1 ]; then
+      open_loop "$SERVER" "tp${tp}_open"
+    fi
     if [ "$tp" = "$first_tp" ] && [ "${SKIP_PREFIX:-0}" != 1 ]; then
       bench "$SERVER" "tp${tp}_prefix_cached" --token-salt 5000 --num-requests "$PREFIX_N" --concurrency 1 \
         --shared-prefix-len "$PREFIX_LEN" --input-len 16 --output-len 8
@@ -150,6 +168,11 @@ print(int(sys.argv[2]) * 2**20 // (get("block_count") * 2 * get("attention.head_
       --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
     stop_server
   done
+  if [ "${SKIP_OPEN:-0}" != 1 ]; then
+    start_llama_server "$OPEN_SLOTS" "$kv_tokens"
+    open_loop "$LLAMA_URL" llama_open
+    stop_server
+  fi
 elif [ "${SKIP_LLAMA:-0}" != 1 ]; then
   echo "serve-sweep: $LLAMA_SERVER is missing (bench/peers/build-llama-cpp.sh builds it): no llama.cpp peer"
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Summary of one `make bench` run: bench/results/summary.md and bench/results/calibration.json.
+"""Summary of one `make bench` run: bench/results/summary.md, calibration.json, scaling_model.txt (the
+H200 projection of bench/scaling_model.py from this calibration) and bench/README.md.
 
 Reads bench/results/engine_<model>_tp<N>.json (tpserve-bench-engine), llamacpp_<model>.json
 (llama-bench -o json), kernels.txt (the F32 FMA peak), naive.txt (tpserve-bench-naive) and the serving
@@ -9,7 +10,9 @@ calibration.json (read by bench/scaling_model.py):
   bw_fraction      = decode tok/s at batch 1, TP 1 ÷ (STREAM triad ÷ bytes per token), on SmolLM2 Q4_1
   compute_fraction = prefill GFLOP/s at TP 1 ÷ the measured F32 FMA peak (register-only loop), same model
 """
+import contextlib
 import glob
+import io
 import json
 import os
 import re
@@ -18,6 +21,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "loadgen"))
 from serve_summary import serving_section  # noqa: E402
+sys.path.insert(0, HERE)
+import scaling_model  # noqa: E402
 
 # BENCH_RESULTS (run-all.sh passes it) moves the results, and this page with them, off the committed ones.
 RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results")
@@ -142,6 +147,14 @@ def main():
     out.append(f"Calibration (bench/results/calibration.json, read by scaling_model.py): bandwidth fraction "
                f"{cal['bw_fraction']:.2f}, compute fraction {cal['compute_fraction']:.2f} (of the "
                f"{'FMA' if peak else 'MatMul'} peak), measured on {cal['measured_on']}.")
+    # The H200 projection from this calibration (scaling_model.py reads calibration.json).
+    projection = io.StringIO()
+    with contextlib.redirect_stdout(projection):
+        scaling_model.main()
+    with open(os.path.join(RESULTS, "scaling_model.txt"), "w") as f:
+        f.write(projection.getvalue())
+    out += ["", "### Beyond the box on paper: TP decode on H200 (bench/scaling_model.py, calibrated on this run)\n",
+            "\n".join("    " + line for line in projection.getvalue().strip().splitlines())]
     try:
         with open(os.path.join(RESULTS, "naive.txt")) as f:
             naive = f.read().strip()

@@ -76,6 +76,28 @@ def serving_section(res):
                 "TPOT p50 tpserve | llama.cpp | ratio | llama.cpp failed |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"] + peer_rows
 
+    open_runs = [(name, load(f"{key}_open")) for name, key in ((f"tpserve TP {tps[0]}", f"tp{tps[0]}"), ("llama.cpp", "llama"))]
+    open_runs = [(name, r) for name, r in open_runs if r]
+    if open_runs:
+        r0 = open_runs[0][1]
+        out += ["", f"Open loop: {r0['num_requests']} requests arriving as a Poisson process at {r0['request_rate']:g} req/s, "
+                f"{r0['dataset']} lengths (means {r0['input_len']} / {r0['output_len']} tokens), goodput = requests/s meeting "
+                f"TTFT <= {r0['goodput_ttft_ms']:g} ms and TPOT <= {r0['goodput_tpot_ms']:g} ms. Ratio: tpserve ÷ llama.cpp.", "",
+                "| server | done | failed | out tok/s | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | ITL p99 | goodput req/s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name, r in open_runs:
+            out.append(f"| {name} | {r['completed']} | {r['failed']} | {r['output_throughput']:.1f} | "
+                       f"{r['ttft_ms']['median']:.0f} | {r['ttft_ms']['p90']:.0f} | {r['ttft_ms']['p99']:.0f} | "
+                       f"{r['tpot_ms']['median']:.1f} | {r['tpot_ms']['p90']:.1f} | {r['itl_ms']['p99']:.1f} | "
+                       f"{r.get('request_goodput', 0):.2f} |")
+        if len(open_runs) == 2:
+            a, b = open_runs[0][1], open_runs[1][1]
+            out.append(f"| ratio | | | {_ratio(a['output_throughput'], b['output_throughput'])} | "
+                       f"{_ratio(a['ttft_ms']['median'], b['ttft_ms']['median'])} | {_ratio(a['ttft_ms']['p90'], b['ttft_ms']['p90'])} | "
+                       f"{_ratio(a['ttft_ms']['p99'], b['ttft_ms']['p99'])} | {_ratio(a['tpot_ms']['median'], b['tpot_ms']['median'])} | "
+                       f"{_ratio(a['tpot_ms']['p90'], b['tpot_ms']['p90'])} | {_ratio(a['itl_ms']['p99'], b['itl_ms']['p99'])} | "
+                       f"{_ratio(a.get('request_goodput', 0), b.get('request_goodput', 0))} |")
+
     static_rows = []
     for tp in tps:
         c, s = load(f"tp{tp}_continuous_c{sc}"), load(f"tp{tp}_static_c{sc}")
