@@ -64,8 +64,9 @@ Status HttpResponseParser::FeedBytes(std::string_view bytes, std::string* body) 
 Status HttpResponseParser::FinishAtEof() {
   if (state_ == State::kCloseBody) state_ = State::kDone;
   if (state_ == State::kDone) return OkStatus();
+  const bool in_body = headers_done();
   state_ = State::kFailed;
-  return DataLoss(headers_done() ? "http: connection closed inside the body" : "http: connection closed before the headers ended");
+  return DataLoss(in_body ? "http: connection closed inside the body" : "http: connection closed before the headers ended");
 }
 
 StatusOr<bool> HttpResponseParser::TakeLine(std::string_view* bytes, std::string* line) {

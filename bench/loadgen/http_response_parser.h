@@ -32,7 +32,7 @@ class HttpResponseParser {
   // here), DATA_LOSS when it was cut short.
   Status FinishAtEof();
 
-  bool headers_done() const { return state_ > State::kHeaders; }
+  bool headers_done() const { return state_ > State::kHeaders && state_ != State::kFailed; }
   bool done() const { return state_ == State::kDone; }
   int status_code() const { return status_code_; }  // 0 until the status line is read
   // A header field's value (surrounding spaces trimmed) by lower-case name; nullptr if absent.
