@@ -36,6 +36,7 @@ struct ServeFlags {
 const char kServeUsage[] =
     "usage: tpserve serve --model M [--tp N] [--host H] [--port P] [--worker-port P]\n"
     "                     [--threads N] [--kv-memory-mb MB] [--block-size N]    (to tpserve-worker)\n"
+    "                     [--device cpu|cuda]                                    (to tpserve-worker)\n"
     "                     [--poll US]                                            (to tpserve-worker)\n"
     "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
     "                     [--no-prefix-cache]                                    (to the coordinator)\n";
@@ -89,7 +90,8 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
       f->port = std::atoi(value.c_str());
     } else if (arg == "--worker-port") {
       f->worker_port = std::atoi(value.c_str());
-    } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll") {
+    } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
+               arg == "--device") {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
     } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
                arg == "--max-model-len") {

@@ -16,6 +16,7 @@
 #include "model/model_config.h"
 #include "worker/llama_model.h"
 #include "worker/shard_plan.h"
+#include "worker/step_batch.h"
 
 namespace tpserve {
 
@@ -60,9 +61,6 @@ class ModelExecutor {
 
  private:
   ModelExecutor() = default;
-  Status ValidatePlan(const StepPlan& plan) const;
-  Status Flatten(const StepPlan& plan);
-  StatusOr<std::vector<SequenceResult>> Sample(const StepPlan& plan);
 
   Communicator* comm_ = nullptr;
   int block_size_ = 16;
@@ -71,16 +69,8 @@ class ModelExecutor {
   std::vector<LayerKvCache> kv_caches_;  // [L]
   std::unique_ptr<ThreadPool> pool_;
 
-  // The flattened step (rebuilt by every Execute).
-  std::vector<int32_t> token_ids_;     // [T]
-  std::vector<int32_t> positions_;     // [T]
-  std::vector<int32_t> token_seq_;     // [T]
-  std::vector<int32_t> slot_mapping_;  // [T]
-  std::vector<int32_t> block_tables_;  // [S, max_blocks_per_seq]
-  int64_t max_blocks_per_seq_ = 0;
-  std::vector<int32_t> logit_rows_;                  // [S_needing] token index of each sampled row
-  std::vector<const SequencePlan*> sampled_seqs_;    // [S_needing]
-  std::vector<float> logits_;                        // [S_needing, V_shard]
+  StepBatch batch_;            // the flattened step (rebuilt by every Execute)
+  std::vector<float> logits_;  // [S_needing, V_shard]
 };
 
 }  // namespace tpserve

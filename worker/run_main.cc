@@ -1,6 +1,7 @@
 // tpserve-run: local generation on one rank, for debugging and scripting.
 //   tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]
 //     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--poll US] [--chat]
+// --device cuda runs the rank(s) on GPUs (worker/device_executor.h); the default is cpu.
 // --tp N (N > 1) re-executes this command under `mpirun -np N` and generates on an N-rank tensor-parallel
 // group (rank 0 drives and prints; the other ranks serve its steps; see worker/group_runtime.h).
 // With --print-ids the generated ids (not the prompt) go space-separated on one line of stdout;
@@ -19,6 +20,7 @@
 #include "model/model_file.h"
 #include "model/stream_decoder.h"
 #include "model/tokenizer.h"
+#include "worker/device_executor.h"
 #include "worker/group_launch.h"
 #include "worker/group_process.h"
 #include "worker/group_runtime.h"
@@ -43,12 +45,13 @@ struct RunFlags {
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int64_t kv_mb = 256;
   int tp = 1;
+  Device device = Device::kCpu;
 };
 
 const char kUsage[] =
     "usage: tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]\n"
     "                   [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]\n"
-    "                   [--kv-mb MB] [--tp N] [--poll US]\n"
+    "                   [--kv-mb MB] [--tp N] [--poll US] [--device cpu|cuda]\n"
     "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
 
 StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
@@ -145,6 +148,9 @@ StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
       if (n < 1 || n > 1024) return InvalidArgument("--tp out of range");
       flags.tp = static_cast<int>(n);
+    } else if (arg == "--device") {
+      ASSIGN_OR_RETURN(std::string text, value());
+      ASSIGN_OR_RETURN(flags.device, ParseDevice(text));
     } else if (arg == "--ignore-eos") {
       flags.ignore_eos = true;
     } else if (arg == "--print-ids") {
@@ -221,12 +227,13 @@ Status Run(const RunFlags& flags) {
   options.kv_memory_bytes = flags.kv_mb << 20;
   if (flags.tp == 1 && !IsMpiLaunched()) {
     std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
-    ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm.get(), options));
+    ASSIGN_OR_RETURN(LoadedShard shard, LoadShard(flags.device, *model, comm.get(), options));
     GenerateCapacity capacity;
-    capacity.block_size = executor->block_size();
-    capacity.num_blocks = executor->num_kv_blocks();
+    capacity.block_size = options.block_size;
+    capacity.num_blocks = shard.num_kv_blocks;
     capacity.max_positions = model->config().context_length;
-    return Generate(flags, model.get(), [&](const StepPlan& plan) { return executor->Execute(plan); }, capacity);
+    return Generate(flags, model.get(), [&](const StepPlan& plan) { return shard.executor->Execute(plan); },
+                    capacity);
   }
   // One rank of an mpirun job: the group's ranks share the work of every step.
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
@@ -234,12 +241,7 @@ Status Run(const RunFlags& flags) {
     rank_options.tp_rank = comm->rank();
     rank_options.tp_size = comm->size();
     if (rank_options.num_threads == 0) rank_options.num_threads = DefaultThreadsPerRank();
-    ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm, rank_options));
-    const int64_t num_blocks = executor->num_kv_blocks();
-    std::shared_ptr<ModelExecutor> shared = std::move(executor);
-    return LoadedShard{
-        std::make_unique<FunctionStepExecutor>([shared](const StepPlan& plan) { return shared->Execute(plan); }),
-        num_blocks};
+    return LoadShard(flags.device, *model, comm, rank_options);
   };
   auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
     GenerateCapacity capacity;
@@ -259,6 +261,10 @@ int main(int argc, char** argv) {
   if (!flags.ok()) {
     std::cerr << "tpserve-run: " << flags.status().ToString() << "\n" << tpserve::kUsage;
     return 2;
+  }
+  if (tpserve::Status device = tpserve::CheckDeviceAvailable(flags->device); !device.ok()) {
+    std::cerr << "tpserve-run: " << device.ToString() << "\n";
+    return 1;
   }
   if (flags->tp > 1 && !tpserve::IsMpiLaunched()) {
     tpserve::Status status = tpserve::ReexecUnderMpirun(flags->tp, argc, argv);  // returns only on failure

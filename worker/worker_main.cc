@@ -5,6 +5,7 @@
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
 //       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
+//       [--device cpu|cuda]
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "comm/model_fingerprint.h"
 #include "common/logging.h"
 #include "model/model_file.h"
+#include "worker/device_executor.h"
 #include "worker/group_launch.h"
 #include "worker/group_process.h"
 #include "worker/group_runtime.h"
@@ -34,11 +36,13 @@ struct WorkerFlags {
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int max_model_len = 0;  // 0: the model's context length
   int deadline_s = 30;
+  Device device = Device::kCpu;
 };
 
 const char kUsage[] =
     "usage: mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]\n"
     "           [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]\n"
+    "           [--device cpu|cuda]\n"
     "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
 
 StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
@@ -62,6 +66,8 @@ StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
       flags.model = value;
     } else if (arg == "--coordinator") {
       flags.coordinator = value;
+    } else if (arg == "--device") {
+      ASSIGN_OR_RETURN(flags.device, ParseDevice(value));
     } else if (arg == "--routing-id") {
       flags.routing_id = value;
     } else if (arg == "--block-size") {
@@ -91,6 +97,7 @@ StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
 }
 
 Status Serve(const WorkerFlags& flags) {
+  RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
   ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
 
   GroupRuntimeOptions runtime;
@@ -105,14 +112,7 @@ Status Serve(const WorkerFlags& flags) {
     options.kv_memory_bytes = flags.kv_memory_mb << 20;
     options.num_threads = flags.threads > 0 ? flags.threads : DefaultThreadsPerRank();
     options.poll_us = flags.poll_us;
-    ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor, ModelExecutor::Create(*model, comm, options));
-    LOG(INFO) << "rank " << comm->rank() << "/" << comm->size() << ": " << executor->weight_bytes()
-              << " weight bytes; " << executor->CapacityReport();
-    const int64_t num_blocks = executor->num_kv_blocks();
-    std::shared_ptr<ModelExecutor> shared = std::move(executor);
-    return LoadedShard{
-        std::make_unique<FunctionStepExecutor>([shared](const StepPlan& plan) { return shared->Execute(plan); }),
-        num_blocks};
+    return LoadShard(flags.device, *model, comm, options);  // the executor logs its weight bytes and KV capacity
   };
 
   auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {

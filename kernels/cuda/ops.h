@@ -10,6 +10,7 @@
 
 #include "common/rope_layout.h"
 #include "kernels/cpu/paged_attention.h"  // PagedAttentionArgs (here: device pointers)
+#include "kernels/cpu/quantize_activations.h"  // BlockQ8Act
 #include "kernels/cpu/weight_matrix.h"     // WeightMatrix (here: data is a device pointer)
 
 namespace tpserve::cuda {
@@ -30,6 +31,12 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out, cudaStre
 void EmbeddingLookup(const WeightMatrix& table, int64_t vocab_begin, const int32_t* ids, int64_t num_tokens,
                      float* out, cudaStream_t stream);
 
+// x[i] += y[i] (the residual stream). x, y: [n]
+void ResidualAdd(float* x, const float* y, int64_t n, cudaStream_t stream);
+
+// out[r, :] = x[rows[r], :]. x: [T, dim], rows: [num_rows] (each in [0, T)), out: [num_rows, dim]
+void GatherRows(const float* x, const int32_t* rows, int64_t num_rows, int64_t dim, float* out, cudaStream_t stream);
+
 // In-place softmax of each row. x: [num_rows, n]
 void Softmax(float* x, int64_t num_rows, int64_t n, cudaStream_t stream);
 
@@ -42,13 +49,19 @@ void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, i
                   int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache, cudaStream_t stream);
 
 // y[T, w.rows] = x[T, w.cols] · wᵀ. F32/F16/BF16 go through cublasGemmEx (F16/BF16 activations
-// are rounded to the weight type first, f32 accumulation); Q8_0/Q4_0/Q4_1 through a dequantising
-// kernel with one warp per (row, token), which is batch invariant. `cublas` must be bound to
-// `stream` (cublasSetStream) by the caller.
+// are rounded to the weight type first, f32 accumulation); Q8_0/Q4_0/Q4_1 through QuantMatMul.
+// `cublas` must be bound to `stream` (cublasSetStream) by the caller.
 void MatMul(cublasHandle_t cublas, const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
             cudaStream_t stream);
 
-// The dequantising matrix-vector kernel alone (quantised types only).
+// Per-token Q8 blocks of the activations, as the CPU's QuantizeActivationRow makes them (same
+// integers, scales and sums). x: [T, cols] (cols a multiple of 32), out: [T, cols / 32]
+void QuantizeActivations(const float* x, int64_t num_tokens, int64_t cols, BlockQ8Act* out, cudaStream_t stream);
+
+// Quantised weights (Q8_0/Q4_0/Q4_1) times activations quantised as above: exact integer dot
+// products per 32-block (as on the CPU), f32 accumulation in a fixed order per (row, token) that
+// does not depend on T, so it is batch invariant. Takes a stream-ordered scratch allocation for
+// the activation blocks.
 void QuantMatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, cudaStream_t stream);
 
 }  // namespace tpserve::cuda

@@ -12,6 +12,7 @@
 #include "common/dtype.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -19,19 +20,10 @@
 #include "kernels/cpu/softmax.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ops.h"
+#include "tests/gpu/require_gpu.h"
 
 namespace tpserve {
 namespace {
-
-bool HaveGpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define REQUIRE_GPU()                                              \
-  do {                                                             \
-    if (!HaveGpu()) GTEST_SKIP() << "no CUDA device on this host"; \
-  } while (0)
 
 // A device copy of a host vector, copied back on request.
 template <typename T>
@@ -262,6 +254,47 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   gpu.out = dout.get();
   cuda::PagedAttention(gpu, nullptr);
   ExpectNear(dout.ToHost(), want, 1e-4, 1e-5, "paged_attention");
+}
+
+// The GPU's activation blocks are the CPU's, bit for bit (same scale, rounding and sums), so the
+// quantised matmuls of the two backends differ only in the f32 accumulation order.
+TEST(CudaKernelsTest, QuantizeActivationsIsBitwiseTheCpus) {
+  REQUIRE_GPU();
+  std::mt19937 rng(11);
+  const int64_t T = 6, cols = 576;
+  auto x = Random(T * cols, &rng, 3.0f);
+  for (int j = 0; j < 32; ++j) x[64 + j] = 0.0f;  // an all-zero block: scale 0
+  std::vector<BlockQ8Act> want(T * cols / kQuantBlock);
+  for (int64_t t = 0; t < T; ++t) QuantizeActivationRow(x.data() + t * cols, cols, want.data() + t * cols / kQuantBlock);
+  DeviceVector<float> dx(x);
+  DeviceVector<BlockQ8Act> dq{std::vector<BlockQ8Act>(want.size())};
+  cuda::QuantizeActivations(dx.get(), T, cols, dq.get(), nullptr);
+  const auto got = dq.ToHost();
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(BlockQ8Act)));
+}
+
+TEST(CudaKernelsTest, QuantMatMulMatchesCpuToAccumulationOrder) {
+  REQUIRE_GPU();
+  std::mt19937 rng(12);
+  ThreadPool pool(2);
+  const int64_t rows = 41, cols = 1536, T = 19;  // T spans several token groups of a warp
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    const auto src = Random(rows * cols, &rng);
+    const int64_t row_bytes = DTypeRowBytes(type, cols);
+    std::vector<uint8_t> bytes(rows * row_bytes);
+    for (int64_t r = 0; r < rows; ++r) QuantizeRow(type, src.data() + r * cols, bytes.data() + r * row_bytes, cols);
+    const auto x = Random(T * cols, &rng);
+    std::vector<float> cpu(T * rows);
+    MatMul(WeightMatrix{type, rows, cols, bytes.data()}, x.data(), T, cpu.data(), &pool);
+    DeviceVector<uint8_t> dw(bytes);
+    DeviceVector<float> dx(x), dy{std::vector<float>(T * rows)};
+    cuda::QuantMatMul(WeightMatrix{type, rows, cols, dw.get()}, dx.get(), T, dy.get(), nullptr);
+    const auto gpu = dy.ToHost();
+    for (int64_t i = 0; i < T * rows; ++i) {
+      // f32 sums of 48 block products in two orders: a few ulps of the largest partial sum.
+      ASSERT_NEAR(gpu[i], cpu[i], 2e-5 * (std::fabs(cpu[i]) + 10.0)) << DTypeName(type) << " at " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,229 @@
+#include "worker/cuda/cuda_llama_model.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/cuda/ops.h"
+#include "worker/cuda/cuda_status.h"
+#include "worker/parallel_linear.h"
+
+namespace tpserve {
+namespace {
+
+// Largest head_dim the CUDA paged attention takes (kernels/cuda/paged_attention.cu).
+constexpr int kMaxCudaHeadDim = 256;
+
+std::string BlockName(int layer, const char* what) { return "blk." + std::to_string(layer) + "." + what + ".weight"; }
+
+// A replicated 1-D weight (a norm) as f32 on the device.
+StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  const TensorInfo* info = weights.Find(name);
+  if (info == nullptr) return NotFound("model has no tensor " + name);
+  if (info->shape.size() != 1 || info->shape[0] != size) {
+    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
+  }
+  ASSIGN_OR_RETURN(HostTensor tensor, weights.Read(name));
+  const std::vector<float> values = tensor.ToF32();
+  return DeviceBuffer::FromHost(values.data(), values.size() * sizeof(float), name.c_str());
+}
+
+Status GrowFloats(DeviceBuffer& buffer, int64_t count, const char* what) {
+  return buffer.Reserve(static_cast<size_t>(count) * sizeof(float), what);
+}
+
+}  // namespace
+
+StatusOr<CudaLlamaModel::DeviceMatrix> CudaLlamaModel::LoadMatrix(const WeightSource& weights, const std::string& name,
+                                                                  int64_t rows, int64_t cols, int64_t row_begin,
+                                                                  int64_t row_end, int64_t col_begin,
+                                                                  int64_t col_end) {
+  ASSIGN_OR_RETURN(WeightSlice slice, WeightSlice::Load(weights, name, rows, cols, row_begin, row_end, col_begin, col_end));
+  DeviceMatrix device;
+  device.matrix = slice.matrix();
+  ASSIGN_OR_RETURN(device.buffer, DeviceBuffer::FromHost(slice.matrix().data, slice.bytes(), name.c_str()));
+  device.matrix.data = device.buffer.get();
+  return device;
+}
+
+StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::Load(const ModelConfig& config, const WeightSource& weights,
+                                                               const ShardPlan& shard) {
+  if (config.architecture != "llama") return InvalidArgument("unsupported architecture " + config.architecture);
+  RETURN_IF_ERROR(config.Validate());
+  if (config.head_dim > kMaxCudaHeadDim) {
+    return InvalidArgument("head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
+                           std::to_string(kMaxCudaHeadDim));
+  }
+  std::unique_ptr<CudaLlamaModel> model(new CudaLlamaModel(config, shard));
+  const std::vector<float> inv_freq = config.RopeInverseFrequencies();
+  CHECK_EQ(static_cast<int>(inv_freq.size()), config.head_dim / 2);
+  ASSIGN_OR_RETURN(model->inv_freq_, DeviceBuffer::FromHost(inv_freq.data(), inv_freq.size() * sizeof(float),
+                                                            "RoPE inverse frequencies"));
+  ASSIGN_OR_RETURN(model->kv_head_of_q_,
+                   DeviceBuffer::FromHost(shard.kv_head_of_q.data(), shard.kv_head_of_q.size() * sizeof(int32_t),
+                                          "KV head of each query head"));
+
+  const int64_t hidden = config.hidden_size;
+  const int64_t q_rows = int64_t{config.num_heads} * config.head_dim;
+  const int64_t kv_rows = int64_t{config.num_kv_heads} * config.head_dim;
+  const int64_t vocab = config.vocab_size;
+  ASSIGN_OR_RETURN(model->embedding_, LoadMatrix(weights, "token_embd.weight", vocab, hidden, shard.vocab_begin,
+                                                 shard.vocab_end, 0, hidden));
+  for (int l = 0; l < config.num_layers; ++l) {
+    Layer layer;
+    ASSIGN_OR_RETURN(layer.attn_norm, LoadDeviceVector(weights, BlockName(l, "attn_norm"), hidden));
+    ASSIGN_OR_RETURN(layer.q, LoadMatrix(weights, BlockName(l, "attn_q"), q_rows, hidden, shard.q_row_begin(),
+                                         shard.q_row_end(), 0, hidden));
+    ASSIGN_OR_RETURN(layer.k, LoadMatrix(weights, BlockName(l, "attn_k"), kv_rows, hidden, shard.kv_row_begin(),
+                                         shard.kv_row_end(), 0, hidden));
+    ASSIGN_OR_RETURN(layer.v, LoadMatrix(weights, BlockName(l, "attn_v"), kv_rows, hidden, shard.kv_row_begin(),
+                                         shard.kv_row_end(), 0, hidden));
+    ASSIGN_OR_RETURN(layer.o, LoadMatrix(weights, BlockName(l, "attn_output"), hidden, q_rows, 0, hidden,
+                                         shard.q_row_begin(), shard.q_row_end()));
+    ASSIGN_OR_RETURN(layer.ffn_norm, LoadDeviceVector(weights, BlockName(l, "ffn_norm"), hidden));
+    ASSIGN_OR_RETURN(layer.gate, LoadMatrix(weights, BlockName(l, "ffn_gate"), config.ffn_size, hidden,
+                                            shard.ffn_begin, shard.ffn_end, 0, hidden));
+    ASSIGN_OR_RETURN(layer.up, LoadMatrix(weights, BlockName(l, "ffn_up"), config.ffn_size, hidden, shard.ffn_begin,
+                                          shard.ffn_end, 0, hidden));
+    ASSIGN_OR_RETURN(layer.down, LoadMatrix(weights, BlockName(l, "ffn_down"), hidden, config.ffn_size, 0, hidden,
+                                            shard.ffn_begin, shard.ffn_end));
+    model->weight_bytes_ += static_cast<int64_t>(layer.attn_norm.bytes() + layer.ffn_norm.bytes() +
+                                                 layer.q.buffer.bytes() + layer.k.buffer.bytes() +
+                                                 layer.v.buffer.bytes() + layer.o.buffer.bytes() +
+                                                 layer.gate.buffer.bytes() + layer.up.buffer.bytes() +
+                                                 layer.down.buffer.bytes());
+    model->layers_.push_back(std::move(layer));
+  }
+  ASSIGN_OR_RETURN(model->output_norm_, LoadDeviceVector(weights, "output_norm.weight", hidden));
+  if (weights.Find("output.weight") != nullptr) {
+    ASSIGN_OR_RETURN(model->lm_head_, LoadMatrix(weights, "output.weight", vocab, hidden, shard.vocab_begin,
+                                                 shard.vocab_end, 0, hidden));
+  } else {
+    model->lm_head_shares_embedding_ = true;
+  }
+  model->weight_bytes_ += static_cast<int64_t>(model->embedding_.buffer.bytes() + model->output_norm_.bytes() +
+                                               model->lm_head_.buffer.bytes());
+  return model;
+}
+
+int64_t CudaLlamaModel::WeightBytesPerStep() const {
+  int64_t bytes = static_cast<int64_t>(output_norm_.bytes());
+  for (const Layer& layer : layers_) {
+    bytes += static_cast<int64_t>(layer.attn_norm.bytes() + layer.ffn_norm.bytes() + layer.q.buffer.bytes() +
+                                  layer.k.buffer.bytes() + layer.v.buffer.bytes() + layer.o.buffer.bytes() +
+                                  layer.gate.buffer.bytes() + layer.up.buffer.bytes() + layer.down.buffer.bytes());
+  }
+  const DeviceMatrix& head = lm_head_shares_embedding_ ? embedding_ : lm_head_;
+  return bytes + static_cast<int64_t>(head.buffer.bytes());
+}
+
+Status CudaLlamaModel::GrowScratch(int64_t num_tokens, int64_t num_logit_rows) {
+  const int64_t hidden = config_.hidden_size;
+  const int64_t head_dim = config_.head_dim;
+  if (num_tokens > scratch_tokens_) {
+    const int64_t t = std::max(num_tokens, 2 * scratch_tokens_);  // amortise growth
+    RETURN_IF_ERROR(GrowFloats(x_, t * hidden, "residual stream"));
+    RETURN_IF_ERROR(GrowFloats(h_, t * hidden, "block activations"));
+    RETURN_IF_ERROR(GrowFloats(q_, t * shard_.num_heads() * head_dim, "queries"));
+    RETURN_IF_ERROR(GrowFloats(k_, t * shard_.num_kv_heads() * head_dim, "keys"));
+    RETURN_IF_ERROR(GrowFloats(v_, t * shard_.num_kv_heads() * head_dim, "values"));
+    RETURN_IF_ERROR(GrowFloats(attn_, t * shard_.num_heads() * head_dim, "attention output"));
+    RETURN_IF_ERROR(GrowFloats(gate_, t * shard_.ffn_shard(), "FFN gate"));
+    RETURN_IF_ERROR(GrowFloats(up_, t * shard_.ffn_shard(), "FFN up"));
+    scratch_tokens_ = t;
+  }
+  if (num_logit_rows > scratch_rows_) {
+    RETURN_IF_ERROR(GrowFloats(final_, num_logit_rows * hidden, "final hidden rows"));
+    scratch_rows_ = num_logit_rows;
+  }
+  return OkStatus();
+}
+
+Status CudaLlamaModel::RowParallelForward(const DeviceMatrix& w, const float* x, int64_t num_tokens, float* y,
+                                          cudaStream_t stream, cublasHandle_t cublas, Communicator& comm) {
+  if (w.matrix.cols == 0) {  // a rank with no input features contributes zeros
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(y, 0, num_tokens * w.matrix.rows * sizeof(float), stream));
+  } else {
+    cuda::MatMul(cublas, w.matrix, x, num_tokens, y, stream);
+  }
+  return comm.AllReduceSum(y, static_cast<size_t>(num_tokens * w.matrix.rows));
+}
+
+Status CudaLlamaModel::Forward(const DeviceStep& step, const std::vector<DeviceLayerKv>& kv, float* logits,
+                               cudaStream_t stream, cublasHandle_t cublas, Communicator& comm) {
+  CHECK_EQ(kv.size(), layers_.size());
+  const int64_t num_tokens = step.num_tokens;
+  const int64_t hidden = config_.hidden_size;
+  RETURN_IF_ERROR(GrowScratch(num_tokens, step.num_logit_rows));
+  float* x = x_.as<float>();
+
+  cuda::EmbeddingLookup(embedding_.matrix, shard_.vocab_begin, step.token_ids, num_tokens, x, stream);
+  RETURN_IF_ERROR(comm.AllReduceSum(x, static_cast<size_t>(num_tokens * hidden)));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    RETURN_IF_ERROR(LayerForward(layers_[l], step, kv[l], stream, cublas, comm));
+  }
+
+  // Only the rows that need a token go through the final norm and the LM head.
+  float* final_rows = final_.as<float>();
+  cuda::GatherRows(x, step.logit_rows, step.num_logit_rows, hidden, final_rows, stream);
+  cuda::RmsNorm(final_rows, output_norm_.as<float>(), step.num_logit_rows, hidden, config_.rms_eps, final_rows, stream);
+  const DeviceMatrix& head = lm_head_shares_embedding_ ? embedding_ : lm_head_;
+  cuda::MatMul(cublas, head.matrix, final_rows, step.num_logit_rows, logits, stream);
+  return OkStatus();
+}
+
+Status CudaLlamaModel::LayerForward(const Layer& layer, const DeviceStep& step, const DeviceLayerKv& kv,
+                                    cudaStream_t stream, cublasHandle_t cublas, Communicator& comm) {
+  const int64_t num_tokens = step.num_tokens;
+  const int64_t hidden = config_.hidden_size;
+  const int64_t head_dim = config_.head_dim;
+  const int64_t num_heads = shard_.num_heads();
+  const int64_t num_kv_heads = shard_.num_kv_heads();
+  float* x = x_.as<float>();
+  float* h = h_.as<float>();
+  float* q = q_.as<float>();
+  float* k = k_.as<float>();
+  float* v = v_.as<float>();
+  float* gate = gate_.as<float>();
+
+  // Attention block.
+  cuda::RmsNorm(x, layer.attn_norm.as<float>(), num_tokens, hidden, config_.rms_eps, h, stream);
+  cuda::MatMul(cublas, layer.q.matrix, h, num_tokens, q, stream);
+  cuda::MatMul(cublas, layer.k.matrix, h, num_tokens, k, stream);
+  cuda::MatMul(cublas, layer.v.matrix, h, num_tokens, v, stream);
+  const float* inv_freq = inv_freq_.as<float>();
+  cuda::ApplyRope(q, step.positions, num_tokens, num_heads, head_dim, inv_freq, config_.rope_layout, stream);
+  cuda::ApplyRope(k, step.positions, num_tokens, num_kv_heads, head_dim, inv_freq, config_.rope_layout, stream);
+  cuda::WriteKvCache(k, v, step.slot_mapping, num_tokens, num_kv_heads, head_dim, kv.k, kv.v, stream);
+
+  PagedAttentionArgs args;
+  args.q = q;
+  args.k_cache = kv.k;
+  args.v_cache = kv.v;
+  args.token_seq = step.token_seq;
+  args.positions = step.positions;
+  args.block_tables = step.block_tables;
+  args.kv_head_of_q = kv_head_of_q_.as<int32_t>();
+  args.max_blocks_per_seq = step.max_blocks_per_seq;
+  args.num_tokens = num_tokens;
+  args.num_heads = num_heads;
+  args.num_kv_heads = num_kv_heads;
+  args.head_dim = head_dim;
+  args.block_size = step.block_size;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  args.out = attn_.as<float>();
+  cuda::PagedAttention(args, stream);
+
+  RETURN_IF_ERROR(RowParallelForward(layer.o, args.out, num_tokens, h, stream, cublas, comm));
+  cuda::ResidualAdd(x, h, num_tokens * hidden, stream);
+
+  // Feed-forward block.
+  cuda::RmsNorm(x, layer.ffn_norm.as<float>(), num_tokens, hidden, config_.rms_eps, h, stream);
+  cuda::MatMul(cublas, layer.gate.matrix, h, num_tokens, gate, stream);
+  cuda::MatMul(cublas, layer.up.matrix, h, num_tokens, up_.as<float>(), stream);
+  cuda::SiluMul(gate, up_.as<float>(), num_tokens * shard_.ffn_shard(), gate, stream);
+  RETURN_IF_ERROR(RowParallelForward(layer.down, gate, num_tokens, h, stream, cublas, comm));
+  cuda::ResidualAdd(x, h, num_tokens * hidden, stream);
+  return OkStatus();
+}
+
+}  // namespace tpserve

@@ -1,0 +1,91 @@
+#include "worker/step_batch.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kvstore/slot_mapping.h"
+#include "worker/sampler.h"
+
+namespace tpserve {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size) {
+  for (const auto& [src, dst] : plan.block_copies) {
+    if (src < 0 || src >= num_kv_blocks || dst < 0 || dst >= num_kv_blocks) {
+      return InvalidArgument("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the " +
+                             std::to_string(num_kv_blocks) + " KV blocks");
+    }
+  }
+  for (const SequencePlan& seq : plan.sequences) {
+    const std::string where = "sequence " + std::to_string(seq.seq_id) + ": ";
+    if (seq.token_ids.empty()) return InvalidArgument(where + "no tokens");
+    if (seq.num_cached < 0) return InvalidArgument(where + "negative num_cached");
+    for (int32_t id : seq.token_ids) {
+      if (id < 0 || id >= vocab_size) {
+        return InvalidArgument(where + "token id " + std::to_string(id) + " outside the vocabulary of " +
+                               std::to_string(vocab_size));
+      }
+    }
+    if (seq.needs_token) {
+      Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
+      if (!sampling.ok()) return InvalidArgument(where + sampling.message());
+    }
+    const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
+    const int64_t needed = CeilDiv(num_positions, block_size);
+    if (static_cast<int64_t>(seq.block_table.size()) < needed) {
+      return InvalidArgument(where + "block table has " + std::to_string(seq.block_table.size()) +
+                             " blocks, positions up to " + std::to_string(num_positions) + " need " +
+                             std::to_string(needed));
+    }
+    for (int64_t b = 0; b < needed; ++b) {
+      if (seq.block_table[b] < 0 || seq.block_table[b] >= num_kv_blocks) {
+        return InvalidArgument(where + "block id " + std::to_string(seq.block_table[b]) + " outside the " +
+                               std::to_string(num_kv_blocks) + " KV blocks");
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch) {
+  batch->token_ids.clear();
+  batch->positions.clear();
+  batch->token_seq.clear();
+  batch->slot_mapping.clear();
+  batch->logit_rows.clear();
+  batch->sampled_seqs.clear();
+  batch->max_blocks_per_seq = 1;
+  for (const SequencePlan& seq : plan.sequences) {
+    const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
+    batch->max_blocks_per_seq = std::max(batch->max_blocks_per_seq, CeilDiv(num_positions, block_size));
+  }
+  const int64_t num_seqs = static_cast<int64_t>(plan.sequences.size());
+  batch->block_tables.assign(num_seqs * batch->max_blocks_per_seq, 0);
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    const SequencePlan& seq = plan.sequences[s];
+    const int64_t n = static_cast<int64_t>(seq.token_ids.size());
+    const int64_t needed = CeilDiv(seq.num_cached + n, block_size);
+    std::copy(seq.block_table.begin(), seq.block_table.begin() + needed,
+              batch->block_tables.begin() + s * batch->max_blocks_per_seq);
+    const size_t first = batch->token_ids.size();
+    batch->slot_mapping.resize(first + n);
+    RETURN_IF_ERROR(ComputeSlotMapping(seq.block_table, seq.num_cached, n, block_size,
+                                       batch->slot_mapping.data() + first, num_kv_blocks));
+    for (int64_t i = 0; i < n; ++i) {
+      batch->token_ids.push_back(seq.token_ids[i]);
+      batch->positions.push_back(static_cast<int32_t>(seq.num_cached + i));
+      batch->token_seq.push_back(static_cast<int32_t>(s));
+    }
+    if (seq.needs_token) {
+      batch->logit_rows.push_back(static_cast<int32_t>(batch->token_ids.size() - 1));
+      batch->sampled_seqs.push_back(&seq);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace tpserve

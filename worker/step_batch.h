@@ -1,0 +1,36 @@
+// StepBatch: one StepPlan checked and flattened into the per-token arrays a model's forward pass
+// takes — the host side of a step, the same for every executor (CPU ModelExecutor, CUDA executor).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/step_plan.h"
+#include "common/status.h"
+
+namespace tpserve {
+
+struct StepBatch {
+  std::vector<int32_t> token_ids;     // [T]
+  std::vector<int32_t> positions;     // [T] absolute position of each token in its sequence
+  std::vector<int32_t> token_seq;     // [T] sequence index s in [0, S)
+  std::vector<int32_t> slot_mapping;  // [T] cache slot = block * block_size + offset
+  std::vector<int32_t> block_tables;  // [S, max_blocks_per_seq] (padding is 0 and never read)
+  int64_t max_blocks_per_seq = 1;
+  std::vector<int32_t> logit_rows;                // [S_needing] token index of each sampled row
+  std::vector<const SequencePlan*> sampled_seqs;  // [S_needing] borrowed from the plan
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+  int64_t num_logit_rows() const { return static_cast<int64_t>(logit_rows.size()); }
+};
+
+// The plan errors an executor must refuse before touching its cache, all INVALID_ARGUMENT: a block
+// copy or block id outside [0, num_kv_blocks), a block table too short for its positions, a token id
+// outside [0, vocab_size), an empty sequence, a negative num_cached, bad sampling parameters.
+Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size);
+
+// Rebuilds *batch from `plan` (sequences in plan order). REQUIRES: ValidateStepPlan(plan, ...) is OK.
+// The batch borrows the plan's SequencePlans: keep the plan alive while the batch is used.
+Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch);
+
+}  // namespace tpserve
