@@ -61,8 +61,12 @@ pack() {
     esac
   done
   (cd "$ROOT" && git rev-parse HEAD && git status --short) > "$PACK/SOURCE" 2>/dev/null
-  grep -qx '/.gpu-pack/' "$ROOT/.git/info/exclude" 2>/dev/null || echo '/.gpu-pack/' >> "$ROOT/.git/info/exclude"
-  grep -qx '/.gpu-stage-\*/' "$ROOT/.git/info/exclude" 2>/dev/null || echo '/.gpu-stage-*/' >> "$ROOT/.git/info/exclude"
+  local exclude
+  exclude=$(git -C "$ROOT" rev-parse --git-path info/exclude)
+  case "$exclude" in /*) ;; *) exclude=$ROOT/$exclude ;; esac
+  mkdir -p "$(dirname "$exclude")"
+  grep -qxF '/.gpu-pack/' "$exclude" 2>/dev/null || echo '/.gpu-pack/' >> "$exclude"
+  grep -qxF '/.gpu-stage-*/' "$exclude" 2>/dev/null || echo '/.gpu-stage-*/' >> "$exclude"
   if [ -f "$ROOT/models/$MODEL_NAME" ]; then
     rm -rf "$ROOT/.gpu-stage-a" "$ROOT/.gpu-stage-b"
     mkdir -p "$ROOT/.gpu-stage-a" "$ROOT/.gpu-stage-b"

@@ -106,11 +106,15 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& 
   ASSIGN_OR_RETURN(executor->kv_, DeviceBuffer::Allocate(static_cast<size_t>(2 * config.num_layers * layer_floats) *
                                                              sizeof(float),
                                                          "KV cache"));
-  CUDA_RETURN_IF_ERROR(cudaMemset(executor->kv_.get(), 0, executor->kv_.bytes()));
+  // On our stream: a non-blocking stream is not ordered after the legacy stream's cudaMemset.
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(executor->kv_.get(), 0, executor->kv_.bytes(), executor->stream_));
   for (int l = 0; l < config.num_layers; ++l) {
     float* layer = executor->kv_.as<float>() + 2 * l * layer_floats;
     executor->kv_layers_.push_back({layer, layer + layer_floats});
   }
+  // The weight uploads (cudaMemcpy on the legacy stream, which our non-blocking stream does not wait
+  // for) and the KV zeroing are done before the first step; a fault while loading surfaces here.
+  CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   LOG(INFO) << shard.ToString() << " on GPU " << executor->device_ << " (" << executor->device_name_
             << "): " << executor->weight_bytes() << " device weight bytes, " << executor->CapacityReport();
   return executor;
