@@ -1,6 +1,6 @@
 // Candidates of the distributed sampler (worker/sampler.h): a token on its way through the filters,
 // the one order every rank sorts them in, their transport through the all-gathers, and the
-// selection of a slice's (or a gathered union's) best n. Internal to the sampler.
+// selection of a gathered union's best n. Internal to the sampler.
 #pragma once
 
 #include <cstdint>
@@ -31,12 +31,19 @@ inline bool PassesMinP(float x, float m, double log_min_p) {
   return static_cast<double>(x) - static_cast<double>(m) >= log_min_p;
 }
 
-void PushCandidate(FloatPacker& packer, const Candidate& c);
-Candidate PopCandidate(FloatUnpacker& unpacker);
-
-// The n best finite tokens of a slice (Before order), padded to n. values/raw: [V_shard].
-std::vector<Candidate> LocalTop(const float* values, const float* raw, int64_t vocab_begin, int64_t vocab_shard,
-                                int32_t n);
+// A candidate's transport through the float all-gathers (inline: the rounds move thousands).
+inline void PushCandidate(FloatPacker& packer, const Candidate& c) {
+  packer.PushFloat(c.value);
+  packer.PushFloat(c.raw);
+  packer.PushU32(static_cast<uint32_t>(c.id + 1));
+}
+inline Candidate PopCandidate(FloatUnpacker& unpacker) {
+  Candidate c;
+  c.value = unpacker.PopFloat();
+  c.raw = unpacker.PopFloat();
+  c.id = static_cast<int32_t>(unpacker.PopU32()) - 1;
+  return c;
+}
 
 // Keeps the best n of candidates (Before order), dropping padding.
 std::vector<Candidate> BestOf(std::vector<Candidate> candidates, size_t n);

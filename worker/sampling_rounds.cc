@@ -9,6 +9,32 @@
 #include "worker/sum_exp.h"
 
 namespace tpserve::sampling {
+namespace {
+
+// The n best finite tokens of this rank's slice (Before order), padded to n. values/raw: [V_shard].
+// In this file, beside its only caller, so that it inlines into the round 1 scan.
+std::vector<Candidate> LocalTop(const float* values, const float* raw, int64_t vocab_begin, int64_t vocab_shard,
+                                int32_t n) {
+  std::vector<Candidate> heap;  // a max-heap under Before: front() is the worst kept
+  heap.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < vocab_shard && n > 0; ++i) {
+    if (!(values[i] > kNegInf)) continue;
+    const Candidate c{values[i], raw[i], static_cast<int32_t>(vocab_begin + i)};
+    if (heap.size() < static_cast<size_t>(n)) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), Before);
+    } else if (Before(c, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), Before);
+      heap.back() = c;
+      std::push_heap(heap.begin(), heap.end(), Before);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), Before);
+  heap.resize(static_cast<size_t>(n));
+  return heap;
+}
+
+}  // namespace
 
 StatusOr<std::vector<float>> AllGatherPayload(Communicator& comm, const FloatPacker& packer) {
   std::vector<float> gathered(packer.size() * static_cast<size_t>(comm.size()));
