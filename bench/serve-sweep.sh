@@ -25,7 +25,7 @@
 # Env: BUILD (default build: needs client/tpserve, coordinator/tpserve-coordinator,
 #      worker/tpserve-worker, bench/tpserve-bench), TPSERVE, BENCH (override single binaries),
 #      MODEL, PORT, TPS, CONCURRENCIES, INPUT_LEN, OUTPUT_LEN, STATIC_C, PREFIX_LEN, PREFIX_N, KV_MB (256),
-#      OPEN_N (24), OPEN_RATE (2), OPEN_SLOTS (64: tpserve's max_num_seqs), GOODPUT_TTFT_MS (2000), GOODPUT_TPOT_MS (200),
+#      OPEN_N (16), OPEN_RATE (0.5: below TP 1 capacity, so goodput means something), OPEN_SLOTS (64: tpserve's max_num_seqs), GOODPUT_TTFT_MS (2000), GOODPUT_TPOT_MS (200),
 #      SKIP_OPEN=1,
 #      RESULTS (default bench/results), SKIP_PREFIX=1, SKIP_TPSERVE=1 (the peer only), SKIP_LLAMA=1,
 #      LLAMA_SERVER (default third_party/llama.cpp/build/bin/llama-server, from bench/peers/build-llama-cpp.sh),
@@ -47,8 +47,8 @@ STATIC_C=${STATIC_C:-16}
 PREFIX_LEN=${PREFIX_LEN:-1000}
 PREFIX_N=${PREFIX_N:-8}
 KV_MB=${KV_MB:-256}
-OPEN_N=${OPEN_N:-24}
-OPEN_RATE=${OPEN_RATE:-2}
+OPEN_N=${OPEN_N:-16}
+OPEN_RATE=${OPEN_RATE:-0.5}
 OPEN_SLOTS=${OPEN_SLOTS:-64}
 GOODPUT_TTFT_MS=${GOODPUT_TTFT_MS:-2000}
 GOODPUT_TPOT_MS=${GOODPUT_TPOT_MS:-200}
