@@ -254,14 +254,16 @@ TEST(CudaExecutorSmolLm2Test, FirstSixteenGreedyIdsMatchCpu) {
   Engines engines((*model)->config(), (*model)->weights());
   auto tokenizer = Tokenizer::FromGguf(*(*model)->gguf());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  // "The quick brown fox" (README) and the prompt of smollm2_test's " Paris".
-  for (const std::vector<int32_t>& prompt :
-       {std::vector<int32_t>{504, 2365, 6354, 16438},
-        (*tokenizer)->Encode("The capital of France is", (*model)->config().add_bos)}) {
+  // Prompts whose first 16 greedy tokens each win by a logit margin of at least 0.11 on the CPU (its
+  // AVX-512 and AVX2 builds alike), far above the two backends' differences in f32 accumulation
+  // order; prompts with near-ties ("The quick brown fox": 0.005 at its 5th token in the AVX2 build)
+  // would test the tie, not the engine.
+  for (const char* text : {"def fibonacci(n):", "Once upon a time,"}) {
+    const std::vector<int32_t> prompt = (*tokenizer)->Encode(text, (*model)->config().add_bos);
     const auto cpu_ids = Greedy([&](const StepPlan& p) { return engines.cpu->Execute(p); }, prompt, 16);
     const auto gpu_ids = Greedy([&](const StepPlan& p) { return engines.gpu->Execute(p); }, prompt, 16);
     ASSERT_EQ(cpu_ids.size(), 16u);
-    EXPECT_EQ(gpu_ids, cpu_ids);
+    EXPECT_EQ(gpu_ids, cpu_ids) << text;
   }
 }
 
