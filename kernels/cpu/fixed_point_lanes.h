@@ -1,5 +1,6 @@
-// Internal to the fixed-point matmul tiles (kernels/cpu/matmul_fixed_point.h): the rounding of a
-// scaled f32 term to an int64, and eight int64 accumulator lanes fed eight f32 terms at a time.
+// Internal to the fixed-point matmul tiles (kernels/cpu/matmul_fixed_point.h): the rounding of
+// scaled f32 terms to int64 (one, four at a time), and eight int64 accumulator lanes fed eight f32
+// terms at a time.
 // Every path rounds to nearest, ties to even, so AVX-512, AVX2 and portable builds add the same
 // integers. Sums wrap instead of overflowing (only possible outside the documented range).
 #pragma once
@@ -26,6 +27,18 @@ inline int64_t WrapAdd(int64_t a, int64_t b) {
 }
 
 #if TPSERVE_FIXED_POINT_AVX2
+// Four scaled terms → four int64, nearest even (the default MXCSR mode). AVX2 has no f32 → int64
+// conversion: it widens to f64 and adds 1.5·2^52, which rounds into the low mantissa bits for |v| < 2^51.
+inline __m256i RoundToFixed4(__m128 terms) {
+#if defined(__AVX512DQ__) && defined(__AVX512VL__)
+  return _mm256_cvtps_epi64(terms);
+#else
+  const __m256d magic = _mm256_set1_pd(0x1.8p52);
+  const __m256d shifted = _mm256_add_pd(_mm256_cvtps_pd(terms), magic);
+  return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
+#endif
+}
+
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 // Eight int64 lanes in one register; the conversion rounds to nearest even whatever MXCSR says.
 class FixedLanes {
@@ -39,13 +52,11 @@ class FixedLanes {
   __m512i lanes_ = _mm512_setzero_si512();
 };
 #else
-// AVX2 has no f32 → int64 conversion: widen to f64 and add 1.5·2^52, which rounds to an integer
-// (nearest even, the default MXCSR mode) in the low mantissa bits for |v| < 2^51.
 class FixedLanes {
  public:
   void Add(__m256 terms) {
-    lo_ = _mm256_add_epi64(lo_, Round(_mm256_castps256_ps128(terms)));
-    hi_ = _mm256_add_epi64(hi_, Round(_mm256_extractf128_ps(terms, 1)));
+    lo_ = _mm256_add_epi64(lo_, RoundToFixed4(_mm256_castps256_ps128(terms)));
+    hi_ = _mm256_add_epi64(hi_, RoundToFixed4(_mm256_extractf128_ps(terms, 1)));
   }
   int64_t Sum() const {
     alignas(32) int64_t v[4];
@@ -54,11 +65,6 @@ class FixedLanes {
   }
 
  private:
-  static __m256i Round(__m128 four) {
-    const __m256d magic = _mm256_set1_pd(0x1.8p52);
-    const __m256d shifted = _mm256_add_pd(_mm256_cvtps_pd(four), magic);
-    return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
-  }
   __m256i lo_ = _mm256_setzero_si256();
   __m256i hi_ = _mm256_setzero_si256();
 };

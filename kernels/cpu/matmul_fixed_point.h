@@ -5,9 +5,10 @@
 // y[t, r] = Σ_k w[r, k] · x[t, k] is produced as an int64 in units of 2^-32 (kFixedPointFracBits).
 // The columns are taken in chunks — the 32-element quantisation block for quantised weights,
 // 16 columns for float weights — and each chunk's contribution is rounded to nearest (ties to even)
-// into 8 integer lanes (Q4_1 adds its minimum term as one more integer):
-//   quantised: lane i = RNE(f32(Σ_{j<4} qw[4i+j]·qa[4i+j]) · f32(d_w·2^32·d_a)), the integer dot exact;
-//   float:     lane i = RNE(fma(w[c+8+i], x[c+8+i]·2^32, w[c+i] · (x[c+i]·2^32))).
+// into integers:
+//   quantised: one term per block, RNE(f32(Σ_j qw[j]·qa[j]) · f32(d_w·2^32·d_a) [+ f32(m·2^32·Σa), Q4_1]),
+//              the integer dot exact (|Σ| < 2^20, so its f32 is exact too);
+//   float:     8 terms per chunk at c, i < 8: RNE(fma(w[c+8+i], x[c+8+i]·2^32, w[c+i] · (x[c+i]·2^32))).
 // Integer addition is exact and order-free, so a matrix split into column ranges at chunk
 // boundaries (multiples of 32 columns, or of 16 for float weights), multiplied piecewise and summed
 // as int64 — on one rank or across ranks, in any order — equals the whole matrix's result bit for

@@ -1,7 +1,7 @@
 // Tiles for quantised weights (Q8_0, Q4_0, Q4_1) times Q8 activation blocks: integer dot products
-// per 32-element block in 8 lanes of 4 elements, then per block one of two reductions (the Sum
+// per 32-element block in 8 lanes of 4 elements, then per block one of two reductions (the Sums
 // policies below): MatMul's f32 fused multiply-add of the lanes by the two scales, in one fixed
-// order per output; or MatMulFixedPoint's rounding of each scaled lane into an int64 lane.
+// order per output; or MatMulFixedPoint's rounding of the scaled block total into an int64.
 // Integer sums are exact, so every instruction path (VNNI, maddubs, scalar) gives the same lanes,
 // and each output's reduction is the same sequence in any tile, which keeps the result batch invariant.
 #include <cstring>
@@ -82,54 +82,113 @@ inline WeightBlock LoadBlock(const uint8_t* row, int64_t b) {
   return wb;
 }
 
-// MatMul's reduction: one f32 accumulator of 8 lanes, block after block, then a fixed tree.
-struct FloatSum {
-  using Out = float;
-  static constexpr float kScale = 1.0f;
-  void AddBlock(__m256i dot, float scale) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);
+// Four vectors of 8 int32 lanes → their four lane totals, exact: [Σa, Σb, Σc, Σd].
+inline __m128i LaneTotals(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_hadd_epi32(a, b);      // [a01 a23 b01 b23 | a45 a67 b45 b67]
+  const __m256i cd = _mm256_hadd_epi32(c, d);
+  const __m256i abcd = _mm256_hadd_epi32(ab, cd);  // [a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7]
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+// The NR blocks' `field` (d or m) in the low lanes of a vector, zero-padded.
+template <int NR>
+inline __m128 Gather4(const WeightBlock (&wb)[NR], float WeightBlock::*field) {
+  if constexpr (NR == 1) {
+    return _mm_set_ss(wb[0].*field);
+  } else if constexpr (NR == 2) {
+    return _mm_setr_ps(wb[0].*field, wb[1].*field, 0.0f, 0.0f);
+  } else {
+    return _mm_setr_ps(wb[0].*field, wb[1].*field, wb[2].*field, wb[3].*field);
   }
-  void AddMin(float v) { acc_min += v; }
-  float Result() const { return HorizontalSum(acc) + acc_min; }
-  __m256 acc = _mm256_setzero_ps();
-  float acc_min = 0.0f;  // Q4_1: Σ m · (d_a Σ a)
+}
+
+// The two reductions of a tile's NR × NT outputs, fed per block: SetBlock with the NR weight
+// blocks, then per token AddToken with the NR integer dots and the activation block (kMin: Q4_1's
+// minimum term too). Splitting an output's operations across methods changes no rounding: each
+// output's own sequence is what it is.
+// MatMul's: per output one f32 accumulator of 8 lanes, block after block, then a fixed tree;
+// Q4_1's minimum term in an f32 beside it.
+template <int NR, int NT>
+struct FloatSums {
+  using Out = float;
+  FloatSums() {
+    for (int r = 0; r < NR; ++r)
+      for (int t = 0; t < NT; ++t) {
+        acc[r][t] = _mm256_setzero_ps();
+        acc_min[r][t] = 0.0f;
+      }
+  }
+  void SetBlock(const WeightBlock (&wb)[NR]) {
+    for (int r = 0; r < NR; ++r) {
+      d[r] = wb[r].d;
+      m[r] = wb[r].m;
+    }
+  }
+  template <bool kMin>
+  void AddToken(int t, const __m256i (&dot)[NR], const BlockQ8Act& a) {
+    for (int r = 0; r < NR; ++r) {
+      acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_set1_ps(d[r] * a.d), acc[r][t]);
+      if constexpr (kMin) acc_min[r][t] += m[r] * a.sum;
+    }
+  }
+  float Result(int r, int t) const { return HorizontalSum(acc[r][t]) + acc_min[r][t]; }
+
+  __m256 acc[NR][NT];
+  float acc_min[NR][NT];  // Q4_1: Σ m · (d_a Σ a)
+  float d[NR], m[NR];
 };
 
-// MatMulFixedPoint's reduction: the scales carry 2^32, each lane's term rounds into an int64 lane.
-struct FixedSum {
+// MatMulFixedPoint's: the scales carry 2^32; per block, row r's term f32(exact dot total) · f32(d·d_a)
+// (+ m · Σa for Q4_1) is rounded into int64 lane r of a per-token vector (up to 4 rows side by side).
+template <int NR, int NT>
+struct FixedSums {
   using Out = int64_t;
-  static constexpr float kScale = kFixedPointScale;
-  void AddBlock(__m256i dot, float scale) { acc.Add(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale))); }
-  void AddMin(float v) { acc_min = WrapAdd(acc_min, ToFixed(v)); }
-  int64_t Result() const { return WrapAdd(acc.Sum(), acc_min); }
-  FixedLanes acc;
-  int64_t acc_min = 0;
+  FixedSums() {
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_si256();
+  }
+  void SetBlock(const WeightBlock (&wb)[NR]) {
+    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
+    d = _mm_mul_ps(Gather4(wb, &WeightBlock::d), scale);
+    m = _mm_mul_ps(Gather4(wb, &WeightBlock::m), scale);
+  }
+  template <bool kMin>
+  void AddToken(int t, const __m256i (&dot)[NR], const BlockQ8Act& a) {
+    __m256i rows[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int r = 0; r < NR; ++r) rows[r] = dot[r];
+    const __m128i totals = LaneTotals(rows[0], rows[1], rows[2], rows[3]);
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(d, _mm_set1_ps(a.d)));
+    if constexpr (kMin) terms = _mm_add_ps(terms, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+    acc[t] = _mm256_add_epi64(acc[t], RoundToFixed4(terms));
+  }
+  int64_t Result(int r, int t) const {
+    alignas(32) int64_t v[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(v), acc[t]);
+    return v[r];
+  }
+
+  __m256i acc[NT];  // lane r: row r's sum
+  __m128 d = _mm_setzero_ps(), m = _mm_setzero_ps();
 };
 
-template <DType kType, class Sum, int NR, int NT>
+template <DType kType, template <int, int> class Sums, int NR, int NT>
 void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
-               typename Sum::Out* y, int64_t y_stride) {
-  Sum acc[NR][NT];
+               typename Sums<NR, NT>::Out* y, int64_t y_stride) {
+  Sums<NR, NT> acc;
   const int64_t num_blocks = cols / kQuantBlock;
   for (int64_t b = 0; b < num_blocks; ++b) {
     WeightBlock wb[NR];
-    for (int r = 0; r < NR; ++r) {
-      wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
-      wb[r].d *= Sum::kScale;  // exact: a power of two
-      wb[r].m *= Sum::kScale;
-    }
+    for (int r = 0; r < NR; ++r) wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
+    acc.SetBlock(wb);
     for (int t = 0; t < NT; ++t) {
       const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(x + t * x_stride)[b];
       const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-      for (int r = 0; r < NR; ++r) {
-        const __m256i dot = kType == DType::kQ4_1 ? DotU8S8(wb[r].q, aq) : DotS8S8(wb[r].q, aq);
-        acc[r][t].AddBlock(dot, wb[r].d * a.d);
-        if constexpr (kType == DType::kQ4_1) acc[r][t].AddMin(wb[r].m * a.sum);
-      }
+      __m256i dot[NR];
+      for (int r = 0; r < NR; ++r) dot[r] = kType == DType::kQ4_1 ? DotU8S8(wb[r].q, aq) : DotS8S8(wb[r].q, aq);
+      acc.template AddToken<kType == DType::kQ4_1>(t, dot, a);
     }
   }
   for (int t = 0; t < NT; ++t)
-    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc[r][t].Result();
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc.Result(r, t);
 }
 #else
 // Portable path: exact integer lanes (lane i = Σ_{j<4} w[4i+j]·a[4i+j], as in the SIMD paths).
@@ -171,32 +230,41 @@ inline void BlockDot(const uint8_t* row, int64_t b, const int8_t* a, int32_t lan
 struct FloatSum {
   using Out = float;
   static constexpr float kScale = 1.0f;
-  void AddBlock(const int32_t lanes[kLanes], float scale) {
+  void AddBlock(const int32_t lanes[kLanes], float scale, float min) {
     int32_t sum = 0;
     for (int i = 0; i < kLanes; ++i) sum += lanes[i];
     acc += static_cast<float>(sum) * scale;
+    acc_min += min;
   }
-  void AddMin(float v) { acc_min += v; }
   float Result() const { return acc + acc_min; }
   float acc = 0.0f;
   float acc_min = 0.0f;  // Q4_1: Σ m · (d_a Σ a)
 };
 
-// MatMulFixedPoint's reduction: the scales carry 2^32, each lane's term rounds into the int64 sum.
+// MatMulFixedPoint's reduction: the scales carry 2^32; a block's term f32(exact dot total) · scale,
+// plus Q4_1's minimum term, rounds into the int64 sum.
 struct FixedSum {
   using Out = int64_t;
   static constexpr float kScale = kFixedPointScale;
-  void AddBlock(const int32_t lanes[kLanes], float scale) {
-    for (int i = 0; i < kLanes; ++i) acc = WrapAdd(acc, ToFixed(static_cast<float>(lanes[i]) * scale));
+  void AddBlock(const int32_t lanes[kLanes], float scale, float min) {
+    int32_t total = 0;
+    for (int i = 0; i < kLanes; ++i) total += lanes[i];
+    acc = WrapAdd(acc, ToFixed(static_cast<float>(total) * scale + min));
   }
-  void AddMin(float v) { acc = WrapAdd(acc, ToFixed(v)); }
   int64_t Result() const { return acc; }
   int64_t acc = 0;
 };
 
-template <DType kType, class Sum, int NR, int NT>
+// One accumulator per output: the tile shape does not matter.
+template <int, int>
+using FloatSums = FloatSum;
+template <int, int>
+using FixedSums = FixedSum;
+
+template <DType kType, template <int, int> class Sums, int NR, int NT>
 void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
-               typename Sum::Out* y, int64_t y_stride) {
+               typename Sums<NR, NT>::Out* y, int64_t y_stride) {
+  using Sum = Sums<NR, NT>;
   for (int t = 0; t < NT; ++t) {
     const auto* act = reinterpret_cast<const BlockQ8Act*>(x + t * x_stride);
     for (int r = 0; r < NR; ++r) {
@@ -205,8 +273,8 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
         float d = 0.0f, m = 0.0f;
         int32_t lanes[kLanes];
         BlockDot<kType>(w + r * row_bytes, b, act[b].qs, lanes, &d, &m);
-        acc.AddBlock(lanes, (d * Sum::kScale) * act[b].d);
-        if constexpr (kType == DType::kQ4_1) acc.AddMin((m * Sum::kScale) * act[b].sum);
+        const float min = kType == DType::kQ4_1 ? (m * Sum::kScale) * act[b].sum : 0.0f;  // Q4_1's m · Σa
+        acc.AddBlock(lanes, (d * Sum::kScale) * act[b].d, min);
       }
       y[t * y_stride + r] = acc.Result();
     }
@@ -214,24 +282,25 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 }
 #endif
 
-template <DType kType, class Sum>
-TileTable<typename Sum::Out> MakeTable() {
-  return TileTable<typename Sum::Out>{{
-      {QuantTile<kType, Sum, 1, 1>, QuantTile<kType, Sum, 1, 2>, QuantTile<kType, Sum, 1, 3>,
-       QuantTile<kType, Sum, 1, 4>},
-      {QuantTile<kType, Sum, 2, 1>, QuantTile<kType, Sum, 2, 2>, QuantTile<kType, Sum, 2, 3>,
-       QuantTile<kType, Sum, 2, 4>},
-      {QuantTile<kType, Sum, 4, 1>, QuantTile<kType, Sum, 4, 2>, QuantTile<kType, Sum, 4, 3>,
-       QuantTile<kType, Sum, 4, 4>},
+template <DType kType, template <int, int> class Sums>
+TileTable<typename Sums<1, 1>::Out> MakeTable() {
+  return TileTable<typename Sums<1, 1>::Out>{{
+      {QuantTile<kType, Sums, 1, 1>, QuantTile<kType, Sums, 1, 2>, QuantTile<kType, Sums, 1, 3>,
+       QuantTile<kType, Sums, 1, 4>},
+      {QuantTile<kType, Sums, 2, 1>, QuantTile<kType, Sums, 2, 2>, QuantTile<kType, Sums, 2, 3>,
+       QuantTile<kType, Sums, 2, 4>},
+      {QuantTile<kType, Sums, 4, 1>, QuantTile<kType, Sums, 4, 2>, QuantTile<kType, Sums, 4, 3>,
+       QuantTile<kType, Sums, 4, 4>},
   }};
 }
 
 // The three quantised types' tables for one reduction.
-template <class Sum>
-const TileTable<typename Sum::Out>& TablesFor(DType type) {
-  static const TileTable<typename Sum::Out> kQ8_0 = MakeTable<DType::kQ8_0, Sum>();
-  static const TileTable<typename Sum::Out> kQ4_0 = MakeTable<DType::kQ4_0, Sum>();
-  static const TileTable<typename Sum::Out> kQ4_1 = MakeTable<DType::kQ4_1, Sum>();
+template <template <int, int> class Sums>
+const TileTable<typename Sums<1, 1>::Out>& TablesFor(DType type) {
+  using Table = TileTable<typename Sums<1, 1>::Out>;
+  static const Table kQ8_0 = MakeTable<DType::kQ8_0, Sums>();
+  static const Table kQ4_0 = MakeTable<DType::kQ4_0, Sums>();
+  static const Table kQ4_1 = MakeTable<DType::kQ4_1, Sums>();
   switch (type) {
     case DType::kQ8_0: return kQ8_0;
     case DType::kQ4_0: return kQ4_0;
@@ -244,7 +313,7 @@ const TileTable<typename Sum::Out>& TablesFor(DType type) {
 
 }  // namespace
 
-const TileTable<float>& QuantTiles(DType type) { return TablesFor<FloatSum>(type); }
-const TileTable<int64_t>& FixedPointQuantTiles(DType type) { return TablesFor<FixedSum>(type); }
+const TileTable<float>& QuantTiles(DType type) { return TablesFor<FloatSums>(type); }
+const TileTable<int64_t>& FixedPointQuantTiles(DType type) { return TablesFor<FixedSums>(type); }
 
 }  // namespace tpserve::internal
