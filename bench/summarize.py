@@ -199,22 +199,53 @@ GPU (NCCL) sweep on an H200, when a GPU machine is lent: [bench/gpu/](gpu/) (its
 The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
 numbers are noisy; ratios are always measured within the same run.
 
-## Thread-pool dispatch: spinning was measured and not kept
+## Thread-pool dispatch: merged layers and a bounded poll
 
-A decode step makes ~240 `ThreadPool::ParallelFor` calls, each a condition-variable round trip. A variant
-whose workers and caller spin on atomics (generation counter, pending count, `_mm_pause`, bounded by a time
-budget) before falling back to the condition variables was measured with `tpserve-run` on SmolLM2 Q4_1
-(2 threads, 47 decode steps, load average ~13 on the 2 cores), alternating binaries in the same minutes:
+At batch 1 a decode step is dominated by dispatch, not arithmetic: every `ThreadPool::ParallelFor` hands
+chunks to the workers and waits for them. Two changes (common/thread_pool.*, worker/merged_column_parallel_linear.*):
 
-| pool | decode tok/s (two runs) | process CPU s |
-|---|---|---|
-| condition variables (kept) | 23.6, 17.6 | 1.15, 1.19 |
-| atomics, no spin | 19.2, 17.9 | 1.12, 1.17 |
-| atomics, 5 us spin | 19.7, 15.6 | 1.23, 1.27 |
-| atomics, 50 us spin | 8.5, 7.7 | 2.23, 2.35 |
+- **Fewer dispatches.** `MergedColumnParallelLinear` stacks a rank's Q/K/V slices (and gate/up) into one
+  matrix when their stored types agree, so a layer runs 4 matmuls, not 7: a SmolLM2 B=1 step makes 151
+  `ParallelFor` calls instead of 241 (30 layers x (QKV, O, gate/up, down, attention) + LM head). Logits are
+  bitwise unchanged and per-rank weight bytes too (tests/worker/merged_column_parallel_linear_test.cc).
+- **A pool that polls.** Workers waiting for the next call, and the caller waiting for the workers, poll an
+  atomic for up to `--poll US` microseconds (`_mm_pause`, a `sched_yield` once a microsecond) before
+  sleeping on a futex (`std::atomic::wait`); a call makes a wake-up syscall only when a thread sleeps.
+  Between steps every thread sleeps: an idle `tpserve serve --tp 1 --threads 2 --poll 1000` worker used
+  0.01 s of CPU in 10 s (0 at `--poll 0`). `--poll` on tpserve-run, tpserve-worker and tpserve serve;
+  `TPSERVE_POLL_US` sets the default; default 50.
 
-On an oversubscribed host a spinning thread holds a core its partner needs, so spinning costs 2-3x; the
-condition-variable pool stays. On a dedicated machine (threads x ranks <= idle cores) the result may differ.
+The spinning pool measured last session (load ~13: 50 us of spin cost 2-3x) spun without yielding, so with
+more runnable threads than cores the spinner held the core its partner needed. The yield removes that:
+the thread-pool test's 15,000 calls on a 3-thread pool polling up to 1000 us took 22 s without it and
+0.26 s with it (load ~7); a 2-thread round trip at load ~6 took 156-210 us without it, 5.6-7 us with it
+(condition-variable pool: 6-8 us).
+
+SmolLM2 Q4_1, TP 1, `tpserve-bench-engine --prompt 16` (B=1: 64 decode steps; B=32: 32 steps); before =
+1508b06, after = this change; llama.cpp `llama-bench -p 0 -n 32 -t N` (its default `--poll 50`). Every
+configuration ran once per round, rounds interleaved in the same minutes, while other engineers built
+(load average recorded per run: 2.6-11.6 on the 2 cores). Median / best of the runs:
+
+| configuration | B=1 tok/s, 6 rounds at load 2.6-3.4 | B=1 tok/s, all 28 rounds | B=32 tok/s, 14 rounds |
+|---|---|---|---|
+| before, 1 thread | 63.5 / 65.0 | 43.0 / 67.1 | 96.8 / 222.1 |
+| after, 1 thread | 63.5 / 70.3 | 42.2 / 70.3 | 109.3 / 217.8 |
+| before, 2 threads | 54.8 / 55.7 | 33.9 / 55.7 | 105.8 / 202.8 |
+| after, 2 threads, --poll 0 | 64.7 / 77.1 | 38.9 / 77.1 | 107.2 / 297.9 |
+| after, 2 threads, --poll 50 | 89.4 / 123.5 | 40.4 / 123.5 | 102.7 / 268.3 |
+| after, 2 threads, --poll 200 | 87.8 / 121.7 | 41.3 / 121.7 | 91.5 / 210.4 |
+| llama.cpp tg32, 1 thread | 93.0 / 94.3 | 66.5 / 94.7 | - |
+| llama.cpp tg32, 2 threads | 47.5 / 144.4 | 10.7 / 144.4 | - |
+
+Paired ratios in the 6 quieter rounds (each round's runs back to back): after --poll 50 ÷ before, 2 threads:
+1.00, 1.11, 1.06, 2.47, 2.25, 2.17 (median 1.64; the last three rounds had both cores free); --poll 0 ÷
+before: median 1.28 (merging alone, plus the futex pool); after ÷ before at 1 thread: median 1.01 (no pool
+hand-off at 1 thread: merging saves only two activation quantisations per layer). Against llama.cpp at 2
+threads: best 123.5 vs 144.4 tok/s = 0.86x (before: 55.7 = 0.39x); llama.cpp's own spin collapses when the
+cores are busy (median 10.7 tok/s over all rounds, ours 40.4). B=32 is compute-bound and the noise here is
+larger than any difference. Default `--poll 50`: it gave the gain whenever two cores were free and cost
+nothing measurable on the loaded host; the numbers above are from a shared machine and want a re-measure
+on a quiet one.
 """
 
 

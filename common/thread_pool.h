@@ -35,9 +35,11 @@ class ThreadPool {
   // Default thread count for one rank: the host's cores divided by the ranks on this host
   // (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1; TPSERVE_THREADS overrides.
   static int DefaultThreads();
-  // Default poll budget: kDefaultPollMicros; TPSERVE_POLL_US overrides.
+  // Default poll budget: kDefaultPollMicros; TPSERVE_POLL_US overrides. 50 us (llama.cpp's default
+  // --poll is also 50, in its own units): SmolLM2 decode B=1 at 2 threads ~1.6x (median of paired rounds)
+  // over sleeping at once when both cores were free, no loss on the loaded host (bench/README.md).
   static int DefaultPollMicros();
-  static constexpr int kDefaultPollMicros = 0;
+  static constexpr int kDefaultPollMicros = 50;
 
  private:
   void WorkerLoop(int index);
