@@ -77,9 +77,10 @@ class RowParallelLinear {
                                           int64_t col_end);
   // x: [T, in_shard()] this rank's input features, y: [T, out_features] the full sum over ranks,
   // bitwise the same for any split of the columns at 32-column boundaries (16 for float weights).
-  // Errors: the communicator's (a lost peer, a deadline); OUT_OF_RANGE on every rank when any
-  // rank's input could take a sum outside the exact fixed-point range (FixedPointRange) — only
-  // activations far beyond any plausible model's (or non-finite ones) do.
+  // When any rank's input could take a sum outside the exact fixed-point range (FixedPointRange:
+  // only activations far beyond a plausible model's, or non-finite ones), every rank learns it from
+  // the same all-reduce and that step is summed in f32 instead (logged once): still correct, no
+  // longer bitwise TP-invariant. Errors: the communicator's (a lost peer, a deadline).
   Status Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Communicator& comm) const;
 
   int64_t out_features() const { return out_features_; }
@@ -87,6 +88,8 @@ class RowParallelLinear {
   int64_t bytes() const { return weight_.bytes(); }
 
  private:
+  Status ForwardInFloat(const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Communicator& comm) const;
+
   WeightSlice weight_;
   FixedPointRange range_;
   int64_t out_features_ = 0;
