@@ -74,6 +74,7 @@ void MergedColumnParallelLinear::Forward(const float* x, int64_t num_tokens, std
     for (int64_t t = 0; t < num_tokens; ++t) {
       const float* src = stacked.data() + t * rows;
       for (int i = stack.first_part; i < stack.first_part + stack.num_parts; ++i) {
+        if (part_rows_[i] == 0) continue;  // an empty part's output may be a null pointer
         std::memcpy(outs[i] + t * part_rows_[i], src, part_rows_[i] * sizeof(float));
         src += part_rows_[i];
       }
