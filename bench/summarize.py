@@ -221,31 +221,38 @@ the thread-pool test's 15,000 calls on a 3-thread pool polling up to 1000 us too
 0.26 s with it (load ~7); a 2-thread round trip at load ~6 took 156-210 us without it, 5.6-7 us with it
 (condition-variable pool: 6-8 us).
 
-SmolLM2 Q4_1, TP 1, `tpserve-bench-engine --prompt 16` (B=1: 64 decode steps; B=32: 32 steps); before =
-1508b06, after = this change; llama.cpp `llama-bench -p 0 -n 32 -t N` (its default `--poll 50`). Every
-configuration ran once per round, rounds interleaved in the same minutes, while other engineers built
-(load average recorded per run: 2.6-11.6 on the 2 cores). Median / best of the runs:
+SmolLM2 Q4_1, TP 1, `tpserve-bench-engine --prompt 16` (B=1: 64 decode steps, or 32 in the B=32 runs; B=32:
+32 steps); before = 1508b06, after = this change; llama.cpp `llama-bench -p 0 -n 32 -t N` (its default
+`--poll 50`). Every configuration ran once per round, rounds interleaved in the same minutes. In a quiet
+window (load average 0.8-1.5, the benchmark itself): median (min-max) of 9 rounds at B=1, 3 at B=32:
 
-| configuration | B=1 tok/s, 6 rounds at load 2.6-3.4 | B=1 tok/s, all 28 rounds | B=32 tok/s, 14 rounds |
-|---|---|---|---|
-| before, 1 thread | 63.5 / 65.0 | 43.0 / 67.1 | 96.8 / 222.1 |
-| after, 1 thread | 63.5 / 70.3 | 42.2 / 70.3 | 109.3 / 217.8 |
-| before, 2 threads | 54.8 / 55.7 | 33.9 / 55.7 | 105.8 / 202.8 |
-| after, 2 threads, --poll 0 | 64.7 / 77.1 | 38.9 / 77.1 | 107.2 / 297.9 |
-| after, 2 threads, --poll 50 | 89.4 / 123.5 | 40.4 / 123.5 | 102.7 / 268.3 |
-| after, 2 threads, --poll 200 | 87.8 / 121.7 | 41.3 / 121.7 | 91.5 / 210.4 |
-| llama.cpp tg32, 1 thread | 93.0 / 94.3 | 66.5 / 94.7 | - |
-| llama.cpp tg32, 2 threads | 47.5 / 144.4 | 10.7 / 144.4 | - |
+| configuration | B=1 tok/s | B=32 tok/s |
+|---|---|---|
+| before, 1 thread | 64.1 (61.7-65.9) | 222.2 (221.7-223.5) |
+| after, 1 thread | 65.1 (56.8-68.8) | 221.5 (220.7-222.5) |
+| before, 2 threads | 51.5 (46.7-54.0) | 307.3 (303.5-324.8) |
+| after, 2 threads, --poll 0 | 73.5 (59.0-76.1) | 348.5 (341.8-351.2) |
+| after, 2 threads, --poll 50 | 120.1 (106.8-122.2) | 386.5 (377.6-387.9) |
+| after, 2 threads, --poll 200 | 114.6 (107.9-121.2) | 378.4 (371.5-392.3) |
+| llama.cpp tg32, 1 thread | 90.8 (80.2-94.5) | - |
+| llama.cpp tg32, 2 threads | 144.7 (122.7-152.3) | - |
 
-Paired ratios in the 6 quieter rounds (each round's runs back to back): after --poll 50 ÷ before, 2 threads:
-1.00, 1.11, 1.06, 2.47, 2.25, 2.17 (median 1.64; the last three rounds had both cores free); --poll 0 ÷
-before: median 1.28 (merging alone, plus the futex pool); after ÷ before at 1 thread: median 1.01 (no pool
-hand-off at 1 thread: merging saves only two activation quantisations per layer). Against llama.cpp at 2
-threads: best 123.5 vs 144.4 tok/s = 0.86x (before: 55.7 = 0.39x); llama.cpp's own spin collapses when the
-cores are busy (median 10.7 tok/s over all rounds, ours 40.4). B=32 is compute-bound and the noise here is
-larger than any difference. Default `--poll 50`: it gave the gain whenever two cores were free and cost
-nothing measurable on the loaded host; the numbers above are from a shared machine and want a re-measure
-on a quiet one.
+Ratios, median (min-max) of the per-round ratios:
+
+| ratio | B=1 | B=32 |
+|---|---|---|
+| after --poll 50 ÷ before, 2 threads | 2.30x (2.17-2.62) | 1.26x (1.16-1.28) |
+| after --poll 0 ÷ before, 2 threads (merging + futex pool) | 1.39x (1.21-1.60) | 1.13x (1.05-1.16) |
+| --poll 50 ÷ --poll 0 | 1.64x (1.47-1.85) | 1.10x (1.10-1.11) |
+| --poll 200 ÷ --poll 50 | 0.99x (0.88-1.08) | 0.98x (0.98-1.02) |
+| after ÷ before, 1 thread (no hand-off; merging saves two activation quantisations per layer) | 0.99x (0.89-1.05) | 1.00x |
+| 2 threads ÷ 1 thread, after --poll 50 (was 0.80x before) | 1.84x (1.67-1.94) | 1.74x |
+| ours ÷ llama.cpp tg32, 2 threads | 0.81x (0.77-1.00); before 0.36x | - |
+
+On the loaded host (28 B=1 rounds at load 2.6-11.6 while other engineers built) the order held with less
+margin: medians before 2 threads 33.9, after --poll 0 38.9, --poll 50 40.4, --poll 200 41.3 tok/s;
+llama.cpp at 2 threads, whose spin does not yield, collapsed to a median of 10.7 tok/s (best 144.4).
+Default `--poll 50`: the best B=1 and B=32 numbers quiet, no loss loaded; 200 gave nothing more.
 """
 
 
