@@ -3,7 +3,7 @@
 // dispatches instead of one per weight — computes them all (vLLM's QKVParallelLinear and
 // MergedColumnParallelLinear). The kernels compute every output row with the same operation sequence
 // whatever rows sit beside it (kernels/cpu/matmul.h), so each part's output is bitwise what a separate
-// ColumnParallelLinear gives, and the stack holds exactly the bytes of the separate slices.
+// MatMul on its own slice gives, and the stack holds exactly the bytes of the separate slices.
 //
 // Only weights of one stored type can share a matrix: consecutive parts of the same type are stacked, and
 // a change of type starts a new matrix (a model with Q4_1 Q/K and a Q8_0 V runs two matmuls).

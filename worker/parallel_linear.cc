@@ -44,21 +44,6 @@ StatusOr<WeightSlice> WeightSlice::Load(const WeightSource& weights, const std::
   return slice;
 }
 
-StatusOr<ColumnParallelLinear> ColumnParallelLinear::Load(const WeightSource& weights, const std::string& name,
-                                                          int64_t out_features, int64_t in_features,
-                                                          int64_t row_begin, int64_t row_end) {
-  ColumnParallelLinear layer;
-  layer.in_features_ = in_features;
-  ASSIGN_OR_RETURN(layer.weight_,
-                   WeightSlice::Load(weights, name, out_features, in_features, row_begin, row_end, 0, in_features));
-  return layer;
-}
-
-void ColumnParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool) const {
-  if (num_tokens == 0 || out_shard() == 0) return;
-  MatMul(weight_.matrix(), x, num_tokens, y, pool);
-}
-
 StatusOr<RowParallelLinear> RowParallelLinear::Load(const WeightSource& weights, const std::string& name,
                                                     int64_t out_features, int64_t in_features, int64_t col_begin,
                                                     int64_t col_end) {

@@ -2,8 +2,8 @@
 // rank's resident weight bytes are about 1/TP of the model, and each hides its collective: the model body
 // composes layers and never calls the communicator itself.
 //
-//   ColumnParallelLinear   rows (output features) [row_begin, row_end) of W; no collective. Its output is
-//                          this rank's slice of the features (its heads, its FFN columns).
+//   column-parallel        rows (output features) [row_begin, row_end) of W, no collective: see
+//                          worker/merged_column_parallel_linear.h (Q/K/V and gate/up stacked).
 //   RowParallelLinear      columns (input features) [col_begin, col_end) of W; Forward ends with the
 //                          all-reduce that sums the ranks' partial products — the only one in a layer.
 //                          The partials are fixed-point int64 (kernels/cpu/matmul_fixed_point.h), so
@@ -46,25 +46,6 @@ class WeightSlice {
  private:
   HostTensor tensor_;
   WeightMatrix matrix_;
-};
-
-class ColumnParallelLinear {
- public:
-  ColumnParallelLinear() = default;
-  // W: [out_features, in_features]; this rank keeps rows [row_begin, row_end).
-  static StatusOr<ColumnParallelLinear> Load(const WeightSource& weights, const std::string& name,
-                                             int64_t out_features, int64_t in_features, int64_t row_begin,
-                                             int64_t row_end);
-  // x: [T, in_features], y: [T, out_shard()]
-  void Forward(const float* x, int64_t num_tokens, float* y, ThreadPool* pool) const;
-
-  int64_t in_features() const { return in_features_; }
-  int64_t out_shard() const { return weight_.rows(); }
-  int64_t bytes() const { return weight_.bytes(); }
-
- private:
-  WeightSlice weight_;
-  int64_t in_features_ = 0;
 };
 
 class RowParallelLinear {
