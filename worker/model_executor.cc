@@ -10,6 +10,17 @@
 
 namespace tpserve {
 
+StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const Communicator& comm,
+                                      const ExecutorOptions& options) {
+  if (comm.rank() != options.tp_rank || comm.size() != options.tp_size) {
+    return InvalidArgument("communicator is rank " + std::to_string(comm.rank()) + " of " +
+                           std::to_string(comm.size()) + " but the options say rank " +
+                           std::to_string(options.tp_rank) + " of " + std::to_string(options.tp_size));
+  }
+  if (options.block_size < 1) return InvalidArgument("block size must be positive");
+  return ShardPlan::Make(config, options.tp_rank, options.tp_size);
+}
+
 StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelFile& model, Communicator* comm,
                                                                const ExecutorOptions& options) {
   return Create(model.config(), model.weights(), comm, options);
@@ -19,13 +30,7 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
                                                                const WeightSource& weights, Communicator* comm,
                                                                const ExecutorOptions& options) {
   CHECK(comm != nullptr);
-  if (comm->rank() != options.tp_rank || comm->size() != options.tp_size) {
-    return InvalidArgument("communicator is rank " + std::to_string(comm->rank()) + " of " +
-                           std::to_string(comm->size()) + " but the options say rank " +
-                           std::to_string(options.tp_rank) + " of " + std::to_string(options.tp_size));
-  }
-  if (options.block_size < 1) return InvalidArgument("block size must be positive");
-  ASSIGN_OR_RETURN(ShardPlan shard, ShardPlan::Make(config, options.tp_rank, options.tp_size));
+  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, *comm, options));
 
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->comm_ = comm;

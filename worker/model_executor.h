@@ -33,6 +33,12 @@ struct ExecutorOptions {
   bool merge_column_parallel = true;  // see LlamaModel::Load; false only for A/B checks
 };
 
+// Checks the options against the group (`comm`'s rank and size must equal tp_rank / tp_size; a positive
+// block size) and plans this rank's shard of `config`: the first step of every executor's Create.
+// Errors: INVALID_ARGUMENT.
+StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const Communicator& comm,
+                                      const ExecutorOptions& options);
+
 class ModelExecutor {
  public:
   // Loads this rank's weight slices and allocates its KV shard. `comm` is borrowed and must outlive the

@@ -56,13 +56,7 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelFile& mo
 StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& config, const WeightSource& weights,
                                                              Communicator* comm, const ExecutorOptions& options) {
   CHECK(comm != nullptr);
-  if (comm->rank() != options.tp_rank || comm->size() != options.tp_size) {
-    return InvalidArgument("communicator is rank " + std::to_string(comm->rank()) + " of " +
-                           std::to_string(comm->size()) + " but the options say rank " +
-                           std::to_string(options.tp_rank) + " of " + std::to_string(options.tp_size));
-  }
-  if (options.block_size < 1) return InvalidArgument("block size must be positive");
-  ASSIGN_OR_RETURN(ShardPlan shard, ShardPlan::Make(config, options.tp_rank, options.tp_size));
+  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, *comm, options));
 
   std::unique_ptr<CudaExecutor> executor(new CudaExecutor());
   executor->host_comm_ = comm;
