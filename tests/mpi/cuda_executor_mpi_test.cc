@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "tests/testing/memory_weight_source.h"
+#include "tests/testing/teacher_forced_drive.h"
 #include "worker/cuda/cuda_executor.h"
 #include "worker/group_launch.h"
 #include "worker/group_runtime.h"
@@ -20,57 +21,26 @@ namespace {
 using testing::MakeRandomLlama;
 using testing::RandomLlama;
 using testing::RandomLlamaShape;
+using testing::Drive;
+using testing::DriveOutputs;
+using testing::ShareExecutor;
+using testing::SmallExecutorOptions;
+using testing::TeacherForcedDrive;
 
 constexpr int kBlockSize = 4;
 constexpr int64_t kNumBlocks = 40;
 constexpr int kGreedyTokens = 32;
 
-ExecutorOptions Options(int tp_rank, int tp_size) {
-  ExecutorOptions options;
-  options.tp_rank = tp_rank;
-  options.tp_size = tp_size;
-  options.block_size = kBlockSize;
-  options.num_kv_blocks = kNumBlocks;
-  options.num_threads = 1;
-  return options;
-}
-
-struct Outputs {
-  std::vector<std::vector<float>> logits;  // per step [V]
-  std::vector<int32_t> greedy;             // [kGreedyTokens]
-};
-
-// A 7-token prefill, then one decode per remaining prompt token (full logits), then a greedy run.
-StatusOr<Outputs> Drive(const StepFunction& execute, int vocab) {
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 11; ++i) prompt.push_back((i * 379 + 11) % vocab);
-  Outputs out;
-  for (size_t t = 7; t <= prompt.size(); ++t) {
-    SequencePlan seq;
-    seq.seq_id = 7;
-    seq.num_cached = t == 7 ? 0 : static_cast<int32_t>(t - 1);
-    seq.token_ids = t == 7 ? std::vector<int32_t>(prompt.begin(), prompt.begin() + 7)
-                           : std::vector<int32_t>{prompt[t - 1]};
-    seq.block_table = {0, 1, 2};
-    seq.needs_token = true;
-    StepPlan plan;
-    plan.step_id = t;
-    plan.return_logits = true;
-    plan.sequences.push_back(seq);
-    ASSIGN_OR_RETURN(StepResult result, execute(plan));
-    if (result.sequences.size() != 1) return Internal("expected one sequence result");
-    out.logits.push_back(result.sequences[0].logits);
-  }
-  GenerateCapacity capacity;
-  capacity.block_size = kBlockSize;
-  capacity.num_blocks = kNumBlocks;
-  GenerateOptions generate;
-  generate.max_tokens = kGreedyTokens;
-  generate.ignore_eos = true;
-  generate.seq_id = 2;
-  ASSIGN_OR_RETURN(GenerateOutput output, LocalGenerate(execute, capacity, {prompt.begin(), prompt.begin() + 4}, generate));
-  out.greedy = output.token_ids;
-  return out;
+TeacherForcedDrive SevenTokenPrefillDrive(int vocab) {
+  TeacherForcedDrive drive;
+  for (int i = 0; i < 11; ++i) drive.prompt.push_back((i * 379 + 11) % vocab);
+  drive.prefill_len = 7;
+  drive.block_table = {0, 1, 2};
+  drive.block_size = kBlockSize;
+  drive.num_blocks = kNumBlocks;
+  drive.greedy_tokens = kGreedyTokens;
+  drive.greedy_prompt_len = 4;
+  return drive;
 }
 
 double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
@@ -103,23 +73,20 @@ TEST(CudaExecutorMpiTest, NcclGroupMatchesCpuSingleRank) {
 
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
-                     CudaExecutor::Create(model.config, model.weights, comm, Options(comm->rank(), comm->size())));
-    const int64_t num_blocks = executor->num_kv_blocks();
-    std::shared_ptr<CudaExecutor> shared = std::move(executor);
-    return LoadedShard{std::make_unique<FunctionStepExecutor>([shared](const StepPlan& plan) {
-                         return shared->Execute(plan);
-                       }),
-                       num_blocks};
+                     CudaExecutor::Create(model.config, model.weights, comm,
+                                          SmallExecutorOptions(comm->rank(), comm->size(), kBlockSize, kNumBlocks)));
+    return ShareExecutor(std::move(executor));
   };
   auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
     EXPECT_EQ(info.num_kv_blocks, kNumBlocks);
-    ASSIGN_OR_RETURN(Outputs grouped, Drive([&](const StepPlan& plan) { return group.Execute(plan); },
-                                            shape.vocab_size));
+    const TeacherForcedDrive drive = SevenTokenPrefillDrive(shape.vocab_size);
+    ASSIGN_OR_RETURN(DriveOutputs grouped, Drive([&](const StepPlan& plan) { return group.Execute(plan); }, drive));
     std::unique_ptr<Communicator> local_comm = MakeLocalCommunicator();
     ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> single,
-                     ModelExecutor::Create(model.config, model.weights, local_comm.get(), Options(0, 1)));
-    ASSIGN_OR_RETURN(Outputs reference, Drive([&](const StepPlan& plan) { return single->Execute(plan); },
-                                              shape.vocab_size));
+                     ModelExecutor::Create(model.config, model.weights, local_comm.get(),
+                                           SmallExecutorOptions(0, 1, kBlockSize, kNumBlocks)));
+    ASSIGN_OR_RETURN(DriveOutputs reference,
+                     Drive([&](const StepPlan& plan) { return single->Execute(plan); }, drive));
     EXPECT_EQ(grouped.logits.size(), reference.logits.size());
     for (size_t step = 0; step < grouped.logits.size() && step < reference.logits.size(); ++step) {
       EXPECT_LE(RelativeError(grouped.logits[step], reference.logits[step]), 1e-4)

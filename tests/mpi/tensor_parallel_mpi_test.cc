@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/memory_weight_source.h"
+#include "tests/testing/teacher_forced_drive.h"
 #include "worker/group_runtime.h"
 #include "worker/local_generate.h"
 #include "worker/model_executor.h"
@@ -21,6 +22,11 @@ namespace {
 using testing::MakeRandomLlama;
 using testing::RandomLlama;
 using testing::RandomLlamaShape;
+using testing::Drive;
+using testing::DriveOutputs;
+using testing::ShareExecutor;
+using testing::SmallExecutorOptions;
+using testing::TeacherForcedDrive;
 
 constexpr int kBlockSize = 4;
 constexpr int64_t kNumBlocks = 40;
@@ -45,59 +51,16 @@ RandomLlama Model(DType type) {
   return MakeRandomLlama(shape);
 }
 
-ExecutorOptions Options(int tp_rank, int tp_size) {
-  ExecutorOptions options;
-  options.tp_rank = tp_rank;
-  options.tp_size = tp_size;
-  options.block_size = kBlockSize;
-  options.num_kv_blocks = kNumBlocks;
-  options.num_threads = 1;
-  return options;
-}
-
-std::vector<int32_t> Prompt() {
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < 12; ++i) tokens.push_back((i * 379 + 11) % 1001);
-  return tokens;
-}
-
-struct Outputs {
-  std::vector<std::vector<float>> logits;  // per step [V]
-  std::vector<int32_t> greedy;             // [kGreedyTokens]
-};
-
-// Prefill of 6 tokens then one decode step per remaining prompt token (full logits each step),
-// then a 64-token greedy generation of a second sequence — all through `execute`.
-StatusOr<Outputs> Drive(const StepFunction& execute) {
-  Outputs out;
-  const std::vector<int32_t> prompt = Prompt();
-  const std::vector<int32_t> blocks = {0, 1, 2, 3};
-  for (size_t t = 6; t <= prompt.size(); ++t) {
-    SequencePlan seq;
-    seq.seq_id = 7;
-    seq.num_cached = t == 6 ? 0 : static_cast<int32_t>(t - 1);
-    seq.token_ids = t == 6 ? std::vector<int32_t>(prompt.begin(), prompt.begin() + 6)
-                           : std::vector<int32_t>{prompt[t - 1]};
-    seq.block_table = blocks;
-    seq.needs_token = true;
-    StepPlan plan;
-    plan.step_id = t;
-    plan.return_logits = true;
-    plan.sequences.push_back(seq);
-    ASSIGN_OR_RETURN(StepResult result, execute(plan));
-    if (result.sequences.size() != 1) return Internal("expected one sequence result");
-    out.logits.push_back(result.sequences[0].logits);
-  }
-  GenerateCapacity capacity;
-  capacity.block_size = kBlockSize;
-  capacity.num_blocks = kNumBlocks;
-  GenerateOptions generate;
-  generate.max_tokens = kGreedyTokens;
-  generate.ignore_eos = true;
-  generate.seq_id = 2;
-  ASSIGN_OR_RETURN(GenerateOutput output, LocalGenerate(execute, capacity, {prompt.begin(), prompt.begin() + 3}, generate));
-  out.greedy = output.token_ids;
-  return out;
+TeacherForcedDrive SixTokenPrefillDrive() {
+  TeacherForcedDrive drive;
+  for (int i = 0; i < 12; ++i) drive.prompt.push_back((i * 379 + 11) % 1001);
+  drive.prefill_len = 6;
+  drive.block_table = {0, 1, 2, 3};
+  drive.block_size = kBlockSize;
+  drive.num_blocks = kNumBlocks;
+  drive.greedy_tokens = kGreedyTokens;
+  drive.greedy_prompt_len = 3;
+  return drive;
 }
 
 bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
@@ -113,25 +76,24 @@ void ExpectGroupMatchesSingleRankAndKeepsOneOverTpOfTheWeights(DType type) {
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     const int64_t before = model.weights.bytes_read();
     ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor,
-                     ModelExecutor::Create(model.config, model.weights, comm, Options(comm->rank(), comm->size())));
+                     ModelExecutor::Create(model.config, model.weights, comm,
+                                           SmallExecutorOptions(comm->rank(), comm->size(), kBlockSize, kNumBlocks)));
     my_bytes_read = model.weights.bytes_read() - before;
     my_weight_bytes = executor->weight_bytes();
-    const int64_t num_blocks = executor->num_kv_blocks();
-    std::shared_ptr<ModelExecutor> shared = std::move(executor);
-    return LoadedShard{std::make_unique<FunctionStepExecutor>([shared](const StepPlan& plan) {
-                         return shared->Execute(plan);
-                       }),
-                       num_blocks};
+    return ShareExecutor(std::move(executor));
   };
 
   auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
     EXPECT_EQ(info.num_kv_blocks, kNumBlocks);
-    ASSIGN_OR_RETURN(Outputs grouped, Drive([&](const StepPlan& plan) { return group.Execute(plan); }));
+    const TeacherForcedDrive drive = SixTokenPrefillDrive();
+    ASSIGN_OR_RETURN(DriveOutputs grouped, Drive([&](const StepPlan& plan) { return group.Execute(plan); }, drive));
     // The single-rank reference, on rank 0 alone (no collectives involved).
     std::unique_ptr<Communicator> local_comm = MakeLocalCommunicator();
     ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> single,
-                     ModelExecutor::Create(model.config, model.weights, local_comm.get(), Options(0, 1)));
-    ASSIGN_OR_RETURN(Outputs reference, Drive([&](const StepPlan& plan) { return single->Execute(plan); }));
+                     ModelExecutor::Create(model.config, model.weights, local_comm.get(),
+                                           SmallExecutorOptions(0, 1, kBlockSize, kNumBlocks)));
+    ASSIGN_OR_RETURN(DriveOutputs reference,
+                     Drive([&](const StepPlan& plan) { return single->Execute(plan); }, drive));
     EXPECT_EQ(single->weight_bytes(), total_bytes);
     EXPECT_EQ(grouped.logits.size(), reference.logits.size());
     for (size_t step = 0; step < grouped.logits.size() && step < reference.logits.size(); ++step) {
