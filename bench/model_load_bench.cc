@@ -119,7 +119,7 @@ void Report(const std::string& label, const std::string& path) {
   std::printf("  open (header, config, tensor checks): %.3f s\n", r.open_s);
   std::printf("  loaded %.1f MB in %.3f s (%.2f GB/s) vs plain read %.3f s (%.2f GB/s): ratio %.2f\n", mb, r.read_s,
               mb / 1e3 / r.read_s, plain, mb / 1e3 / plain, r.read_s / plain);
-  std::printf("  peak RSS %.1f MB = %.2f x file size (mapping pages touched + host copies)\n", r.max_rss_kb / 1e3,
+  std::printf("  peak RSS %.1f MB = %.2f x file size (weights in their final buffers)\n", r.max_rss_kb / 1e3,
               r.max_rss_kb / 1e3 / mb);
 }
 
