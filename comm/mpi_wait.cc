@@ -1,5 +1,7 @@
 #include "comm/mpi_wait.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -28,7 +30,10 @@ Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
       return DeadlineExceeded(std::string(what) + " did not complete within " + std::to_string(waited) +
                               " s (a peer is stuck or gone)");
     }
-    if (policy.always_spin || now - start < policy.spin) continue;
+    if (policy.always_spin || now - start < policy.spin) {
+      sched_yield();  // polls, but hands the core over when another thread or rank of this host needs it
+      continue;
+    }
     std::chrono::microseconds nap = sleep;
     if (deadline) {
       nap = std::min(nap, std::chrono::duration_cast<std::chrono::microseconds>(*deadline - now) +
