@@ -176,7 +176,7 @@ def main():
 
 README_HEAD = """# tpserve benchmarks
 
-`make bench` (bench/run-all.sh, ~30 minutes on 2 cores, the serving sweep and the llama.cpp peers included) builds
+`make bench` (bench/run-all.sh, 10 minutes on the 2 quiet cores here (longer on a busy machine), the serving sweep and the llama.cpp peers included) builds
 the benchmarks, writes synthetic models with tpserve-mkmodel, runs everything below and regenerates this page,
 `results/summary.md`, `results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a
 short smoke run (smaller sizes, fewer concurrency points).
