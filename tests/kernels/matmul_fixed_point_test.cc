@@ -14,36 +14,19 @@
 
 #include "common/dtype.h"
 #include "kernels/cpu/fixed_point_range.h"
+#include "tests/kernels/matmul_reference.h"
 
 namespace tpserve {
 namespace {
 
-struct Weights {
-  DType type;
-  int64_t rows = 0, cols = 0;
-  std::vector<uint8_t> bytes;  // stored form [rows, cols]
-  std::vector<float> dequant;  // [rows, cols] the values the stored form represents
-  WeightMatrix matrix() const { return WeightMatrix{type, rows, cols, bytes.data()}; }
-};
-
-Weights MakeWeights(DType type, int64_t rows, int64_t cols, std::mt19937* rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> src(rows * cols);
-  for (float& v : src) v = dist(*rng);
-  Weights w{type, rows, cols, {}, {}};
-  const int64_t row_bytes = DTypeRowBytes(type, cols);
-  w.bytes.resize(rows * row_bytes);
-  w.dequant.resize(rows * cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    QuantizeRow(type, src.data() + r * cols, w.bytes.data() + r * row_bytes, cols);
-    DequantizeRow(type, w.bytes.data() + r * row_bytes, w.dequant.data() + r * cols, cols);
-  }
-  return w;
-}
+using testing::ExpectMatchesFloat64Reference;
+using testing::MakeTestWeights;
+using testing::RandomActivations;
+using testing::TestWeights;
 
 // Columns [begin, end) of every row, in the stored form (a row-parallel rank's slice).
-Weights ColumnSlice(const Weights& w, int64_t begin, int64_t end) {
-  Weights s{w.type, w.rows, end - begin, {}, {}};
+TestWeights ColumnSlice(const TestWeights& w, int64_t begin, int64_t end) {
+  TestWeights s{w.type, w.rows, end - begin, {}, {}};
   const int64_t row_bytes = DTypeRowBytes(w.type, w.cols);
   const int64_t offset = DTypeRowBytes(w.type, begin), slice_bytes = DTypeRowBytes(w.type, end - begin);
   s.bytes.resize(w.rows * slice_bytes);
@@ -63,14 +46,7 @@ std::vector<float> Columns(const std::vector<float>& x, int64_t num_tokens, int6
   return out;
 }
 
-std::vector<float> RandomActivations(int64_t n, std::mt19937* rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = dist(*rng);
-  return x;
-}
-
-std::vector<int64_t> Fixed(const Weights& w, const std::vector<float>& x, int64_t num_tokens, ThreadPool* pool) {
+std::vector<int64_t> Fixed(const TestWeights& w, const std::vector<float>& x, int64_t num_tokens, ThreadPool* pool) {
   std::vector<int64_t> y(num_tokens * w.rows, 0x5a5a5a5a);
   MatMulFixedPoint(w.matrix(), x.data(), num_tokens, y.data(), pool);
   return y;
@@ -101,13 +77,13 @@ TEST(MatMulFixedPointTest, ColumnSplitsSumToTheWholeMatrixBitForBit) {
         for (int64_t num_tokens : {1, 3, 7}) {
           for (int pieces : {2, 3, 4}) {
             ThreadPool pool(pieces == 3 ? 2 : 1);
-            const Weights w = MakeWeights(type, rows, cols, &rng);
+            const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
             const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
             const std::vector<int64_t> whole = Fixed(w, x, num_tokens, &pool);
             const std::vector<int64_t> bounds = RandomSplit(cols, chunk, pieces, &rng);
             std::vector<int64_t> sum(whole.size(), 0);
             for (size_t p = 0; p + 1 < bounds.size(); ++p) {
-              const Weights part = ColumnSlice(w, bounds[p], bounds[p + 1]);
+              const TestWeights part = ColumnSlice(w, bounds[p], bounds[p + 1]);
               const std::vector<int64_t> y =
                   Fixed(part, Columns(x, num_tokens, cols, bounds[p], bounds[p + 1]), num_tokens, &pool);
               for (size_t i = 0; i < sum.size(); ++i) sum[i] += y[i];
@@ -132,35 +108,12 @@ TEST(MatMulFixedPointTest, MatchesFloat64Reference) {
         for (int64_t num_tokens : {1, 3, 7}) {
           if (cols == 1536 && rows > 7) continue;  // keep the test fast
           ThreadPool pool(2);
-          const Weights w = MakeWeights(type, rows, cols, &rng);
+          const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
           const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
           const std::vector<int64_t> fixed = Fixed(w, x, num_tokens, &pool);
           std::vector<float> y(fixed.size());
           FixedPointToFloat(fixed.data(), static_cast<int64_t>(fixed.size()), y.data());
-          for (int64_t t = 0; t < num_tokens; ++t) {
-            const float* xt = x.data() + t * cols;
-            for (int64_t r = 0; r < rows; ++r) {
-              const float* wr = w.dequant.data() + r * cols;
-              double exact = 0.0, magnitude = 0.0, quant_bound = 0.0;
-              for (int64_t k = 0; k < cols; ++k) {
-                exact += static_cast<double>(wr[k]) * xt[k];
-                magnitude += std::fabs(static_cast<double>(wr[k]) * xt[k]);
-              }
-              if (IsQuantized(type)) {
-                for (int64_t b = 0; b < cols / 32; ++b) {
-                  double amax = 0.0, wsum = 0.0;
-                  for (int j = 0; j < 32; ++j) {
-                    amax = std::fmax(amax, std::fabs(xt[b * 32 + j]));
-                    wsum += std::fabs(wr[b * 32 + j]);
-                  }
-                  quant_bound += wsum * amax / 254.0;
-                }
-              }
-              const double tol = 1e-5 * magnitude + 1.001 * quant_bound + cols * 0x1p-33 + 1e-6;
-              ASSERT_NEAR(y[t * rows + r], exact, tol)
-                  << DTypeName(type) << " t=" << t << " r=" << r << " rows=" << rows << " cols=" << cols;
-            }
-          }
+          ExpectMatchesFloat64Reference(w, x, num_tokens, y, /*per_term_error=*/0x1p-33);
         }
       }
     }
@@ -172,7 +125,7 @@ TEST(MatMulFixedPointTest, BatchAndThreadInvariant) {
   std::mt19937 rng(42);
   for (DType type : kAllTypes) {
     const int64_t rows = 37, cols = 320;
-    const Weights w = MakeWeights(type, rows, cols, &rng);
+    const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
     const int64_t num_tokens = 7;
     const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
     std::vector<int64_t> first;
@@ -208,7 +161,7 @@ TEST(FixedPointRangeTest, AdmitsWhatStaysExactAndRefusesTheRest) {
   std::mt19937 rng(9);
   for (DType type : kAllTypes) {
     const int64_t rows = 9, cols = 256, num_tokens = 3;
-    const Weights w = MakeWeights(type, rows, cols, &rng);
+    const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
     const FixedPointRange range(w.matrix());
     std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
     ASSERT_TRUE(range.Admits(x.data(), num_tokens)) << DTypeName(type);

@@ -1,0 +1,80 @@
+// Shared by the matmul kernel tests: random weights in any stored type beside the exact values the
+// stored form represents, random activations, and the check of a product against Σ w·x in float64.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "common/dtype.h"
+#include "kernels/cpu/weight_matrix.h"
+
+namespace tpserve::testing {
+
+struct TestWeights {
+  DType type = DType::kF32;
+  int64_t rows = 0, cols = 0;
+  std::vector<uint8_t> bytes;  // stored form [rows, cols]
+  std::vector<float> dequant;  // [rows, cols] the exact values the stored form represents
+  WeightMatrix matrix() const { return WeightMatrix{type, rows, cols, bytes.data()}; }
+};
+
+inline TestWeights MakeTestWeights(DType type, int64_t rows, int64_t cols, std::mt19937* rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> src(rows * cols);
+  for (float& v : src) v = dist(*rng);
+  TestWeights w{type, rows, cols, {}, {}};
+  const int64_t row_bytes = DTypeRowBytes(type, cols);
+  w.bytes.resize(rows * row_bytes);
+  w.dequant.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    QuantizeRow(type, src.data() + r * cols, w.bytes.data() + r * row_bytes, cols);
+    DequantizeRow(type, w.bytes.data() + r * row_bytes, w.dequant.data() + r * cols, cols);
+  }
+  return w;
+}
+
+inline std::vector<float> RandomActivations(int64_t n, std::mt19937* rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(*rng);
+  return x;
+}
+
+// Checks y[T, rows] against Σ w·x in f64. The allowed error is f32 rounding of the sum of |terms|
+// plus, for quantised weights, the activation rounding (each x in a block of 32 moves by at most
+// max|x_block| / 254, so the dot moves by at most Σ_block Σ|w| · max|x| / 254), plus
+// `per_term_error` for each of the cols terms (the fixed-point rounding, for example).
+inline void ExpectMatchesFloat64Reference(const TestWeights& w, const std::vector<float>& x, int64_t num_tokens,
+                                          const std::vector<float>& y, double per_term_error = 0.0) {
+  const int64_t rows = w.rows, cols = w.cols;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const float* xt = x.data() + t * cols;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* wr = w.dequant.data() + r * cols;
+      double exact = 0.0, magnitude = 0.0, quant_bound = 0.0;
+      for (int64_t k = 0; k < cols; ++k) {
+        exact += static_cast<double>(wr[k]) * xt[k];
+        magnitude += std::fabs(static_cast<double>(wr[k]) * xt[k]);
+      }
+      if (IsQuantized(w.type)) {
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          double amax = 0.0, wsum = 0.0;
+          for (int j = 0; j < 32; ++j) {
+            amax = std::fmax(amax, std::fabs(xt[b * 32 + j]));
+            wsum += std::fabs(wr[b * 32 + j]);
+          }
+          quant_bound += wsum * amax / 254.0;
+        }
+      }
+      const double tol = 1e-5 * magnitude + 1.001 * quant_bound + cols * per_term_error + 1e-6;
+      ASSERT_NEAR(y[t * rows + r], exact, tol) << DTypeName(w.type) << " t=" << t << " r=" << r << " rows=" << rows
+                                               << " cols=" << cols << " T=" << num_tokens;
+    }
+  }
+}
+
+}  // namespace tpserve::testing
