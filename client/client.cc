@@ -20,6 +20,7 @@ Status StatusFromError(const proto::ErrorReply& error) {
     case proto::ErrorKind::kCancelled: code = StatusCode::kCancelled; break;
     case proto::ErrorKind::kWorkerLost: code = StatusCode::kUnavailable; break;
     case proto::ErrorKind::kUnauthenticated: code = StatusCode::kUnauthenticated; break;
+    case proto::ErrorKind::kUnavailable: code = StatusCode::kUnavailable; break;
     case proto::ErrorKind::kInternal: code = StatusCode::kInternal; break;
   }
   return Status(code, std::string(proto::ErrorKindName(error.kind)) + ": " + error.message);

@@ -25,24 +25,40 @@ std::string ToString(capnp::Text::Reader text) { return std::string(text.cStr(),
 
 // ---- encoding -------------------------------------------------------------------------------
 
+void EncodeChat(const std::vector<ChatMessage>& messages, capnp::List<client_wire::ChatMessage>::Builder chat) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    chat[i].setRole(messages[i].role);
+    chat[i].setContent(messages[i].content);
+  }
+}
+
+void EncodeTokenLogprobs(const std::vector<TokenLogprobs>& in, capnp::List<client_wire::TokenLogprobs>::Builder lps) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    lps[i].setLogprob(in[i].logprob);
+    auto top = lps[i].initTop(static_cast<unsigned>(in[i].top.size()));
+    for (size_t j = 0; j < in[i].top.size(); ++j) {
+      top[j].setTokenId(in[i].top[j].token_id);
+      top[j].setLogprob(in[i].top[j].logprob);
+    }
+  }
+}
+
+template <typename List>
+void EncodeIds(const std::vector<int32_t>& ids, List out) {
+  for (size_t i = 0; i < ids.size(); ++i) out.set(i, ids[i]);
+}
+
 void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Builder out) {
   switch (g.prompt_kind) {
     case PromptKind::kText:
       out.getPrompt().setText(g.prompt_text);
       break;
-    case PromptKind::kTokenIds: {
-      auto ids = out.getPrompt().initTokenIds(static_cast<unsigned>(g.prompt_ids.size()));
-      for (size_t i = 0; i < g.prompt_ids.size(); ++i) ids.set(i, g.prompt_ids[i]);
+    case PromptKind::kTokenIds:
+      EncodeIds(g.prompt_ids, out.getPrompt().initTokenIds(static_cast<unsigned>(g.prompt_ids.size())));
       break;
-    }
-    case PromptKind::kChat: {
-      auto chat = out.getPrompt().initChat(static_cast<unsigned>(g.chat.size()));
-      for (size_t i = 0; i < g.chat.size(); ++i) {
-        chat[i].setRole(g.chat[i].role);
-        chat[i].setContent(g.chat[i].content);
-      }
+    case PromptKind::kChat:
+      EncodeChat(g.chat, out.getPrompt().initChat(static_cast<unsigned>(g.chat.size())));
       break;
-    }
   }
   sampling_wire::FillSamplingParams(g.sampling, out.initSampling());
   out.setMaxTokens(g.max_tokens);
@@ -55,6 +71,17 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
   out.setNumLogprobs(static_cast<uint32_t>(g.sampling.num_logprobs));
   out.setN(g.n);
   out.setPriority(g.priority);
+  out.setPromptLogprobs(g.prompt_logprobs);
+  if (!g.user.empty()) out.setUser(g.user);
+}
+
+void EncodeTokenize(const TokenizeRequest& t, client_wire::TokenizeRequest::Builder out) {
+  if (t.prompt_kind == PromptKind::kChat) {
+    EncodeChat(t.chat, out.getPrompt().initChat(static_cast<unsigned>(t.chat.size())));
+  } else {
+    out.getPrompt().setText(t.prompt_text);
+  }
+  out.setAddSpecialTokens(t.add_special_tokens);
 }
 
 // ---- decoding (throws kj::Exception on malformed input; callers catch) ----------------------
@@ -65,6 +92,38 @@ Status CheckSize(size_t size, size_t limit, const char* what) {
                            std::to_string(limit));
   }
   return OkStatus();
+}
+
+StatusOr<std::vector<ChatMessage>> DecodeChat(capnp::List<client_wire::ChatMessage>::Reader chat) {
+  RETURN_IF_ERROR(CheckSize(chat.size(), kMaxChatMessages, "chat messages"));
+  std::vector<ChatMessage> out;
+  size_t total = 0;
+  for (auto m : chat) {
+    total += m.getContent().size() + m.getRole().size();
+    RETURN_IF_ERROR(CheckSize(total, kMaxTextBytes, "chat text bytes"));
+    out.push_back({ToString(m.getRole()), ToString(m.getContent())});
+  }
+  return out;
+}
+
+StatusOr<std::vector<int32_t>> DecodeIds(capnp::List<int32_t>::Reader ids, const char* what) {
+  RETURN_IF_ERROR(CheckSize(ids.size(), kMaxPromptTokens, what));
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (int32_t id : ids) out.push_back(id);
+  return out;
+}
+
+std::vector<TokenLogprobs> DecodeTokenLogprobs(capnp::List<client_wire::TokenLogprobs>::Reader in) {
+  std::vector<TokenLogprobs> out;
+  out.reserve(in.size());
+  for (auto lp : in) {
+    TokenLogprobs one;
+    one.logprob = lp.getLogprob();
+    for (auto t : lp.getTop()) one.top.push_back({t.getTokenId(), t.getLogprob()});
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in) {
@@ -78,22 +137,12 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
       break;
     case client_wire::GenerateRequest::Prompt::TOKEN_IDS: {
       g.prompt_kind = PromptKind::kTokenIds;
-      auto ids = prompt.getTokenIds();
-      RETURN_IF_ERROR(CheckSize(ids.size(), kMaxPromptTokens, "prompt token ids"));
-      g.prompt_ids.reserve(ids.size());
-      for (int32_t id : ids) g.prompt_ids.push_back(id);
+      ASSIGN_OR_RETURN(g.prompt_ids, DecodeIds(prompt.getTokenIds(), "prompt token ids"));
       break;
     }
     case client_wire::GenerateRequest::Prompt::CHAT: {
       g.prompt_kind = PromptKind::kChat;
-      auto chat = prompt.getChat();
-      RETURN_IF_ERROR(CheckSize(chat.size(), kMaxChatMessages, "chat messages"));
-      size_t total = 0;
-      for (auto m : chat) {
-        total += m.getContent().size() + m.getRole().size();
-        RETURN_IF_ERROR(CheckSize(total, kMaxTextBytes, "chat text bytes"));
-        g.chat.push_back({ToString(m.getRole()), ToString(m.getContent())});
-      }
+      ASSIGN_OR_RETURN(g.chat, DecodeChat(prompt.getChat()));
       break;
     }
     default:
@@ -117,7 +166,31 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
   g.sampling.num_logprobs = static_cast<int32_t>(std::min<uint32_t>(in.getNumLogprobs(), 1u << 20));
   g.n = in.getN();
   g.priority = in.getPriority();
+  g.prompt_logprobs = in.getPromptLogprobs();
+  RETURN_IF_ERROR(CheckSize(in.getUser().size(), kMaxUserBytes, "user bytes"));
+  g.user = ToString(in.getUser());
   return g;
+}
+
+StatusOr<TokenizeRequest> DecodeTokenize(client_wire::TokenizeRequest::Reader in) {
+  TokenizeRequest t;
+  auto prompt = in.getPrompt();
+  switch (prompt.which()) {
+    case client_wire::TokenizeRequest::Prompt::TEXT:
+      RETURN_IF_ERROR(CheckSize(prompt.getText().size(), kMaxTextBytes, "prompt text bytes"));
+      t.prompt_kind = PromptKind::kText;
+      t.prompt_text = ToString(prompt.getText());
+      break;
+    case client_wire::TokenizeRequest::Prompt::CHAT: {
+      t.prompt_kind = PromptKind::kChat;
+      ASSIGN_OR_RETURN(t.chat, DecodeChat(prompt.getChat()));
+      break;
+    }
+    default:
+      return InvalidArgument("tokenize request with an unknown prompt kind");
+  }
+  t.add_special_tokens = in.getAddSpecialTokens();
+  return t;
 }
 
 // Copies the bytes into word-aligned memory (ZeroMQ frames need not be aligned) and opens them
@@ -151,6 +224,7 @@ ErrorKind DecodeErrorKind(client_wire::ErrorKind kind) {
     case client_wire::ErrorKind::CANCELLED: return ErrorKind::kCancelled;
     case client_wire::ErrorKind::WORKER_LOST: return ErrorKind::kWorkerLost;
     case client_wire::ErrorKind::UNAUTHENTICATED: return ErrorKind::kUnauthenticated;
+    case client_wire::ErrorKind::UNAVAILABLE: return ErrorKind::kUnavailable;
   }
   return ErrorKind::kInternal;  // a newer peer's kind
 }
@@ -164,6 +238,7 @@ client_wire::ErrorKind EncodeErrorKind(ErrorKind kind) {
     case ErrorKind::kCancelled: return client_wire::ErrorKind::CANCELLED;
     case ErrorKind::kWorkerLost: return client_wire::ErrorKind::WORKER_LOST;
     case ErrorKind::kUnauthenticated: return client_wire::ErrorKind::UNAUTHENTICATED;
+    case ErrorKind::kUnavailable: return client_wire::ErrorKind::UNAVAILABLE;
   }
   return client_wire::ErrorKind::INTERNAL;
 }
@@ -179,6 +254,7 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kCancelled: return "cancelled";
     case ErrorKind::kWorkerLost: return "worker_lost";
     case ErrorKind::kUnauthenticated: return "unauthenticated";
+    case ErrorKind::kUnavailable: return "unavailable";
   }
   return "unknown";
 }
@@ -218,6 +294,13 @@ std::string EncodeClientMessage(const ClientMessage& m) {
     case ClientMessageKind::kHealth: body.setHealth(); break;
     case ClientMessageKind::kStats: body.setStats(); break;
     case ClientMessageKind::kHeartbeat: body.setHeartbeat(); break;
+    case ClientMessageKind::kMetrics: body.setMetrics(); break;
+    case ClientMessageKind::kTokenize: EncodeTokenize(m.tokenize, body.initTokenize()); break;
+    case ClientMessageKind::kDetokenize: {
+      const auto& ids = m.detokenize.token_ids;
+      EncodeIds(ids, body.initDetokenize().initTokenIds(static_cast<unsigned>(ids.size())));
+      break;
+    }
   }
   return ToBytes(builder);
 }
@@ -241,6 +324,17 @@ StatusOr<ClientMessage> DecodeClientMessage(const void* data, size_t size) {
       case client_wire::ClientMessage::Body::HEALTH: m.kind = ClientMessageKind::kHealth; break;
       case client_wire::ClientMessage::Body::STATS: m.kind = ClientMessageKind::kStats; break;
       case client_wire::ClientMessage::Body::HEARTBEAT: m.kind = ClientMessageKind::kHeartbeat; break;
+      case client_wire::ClientMessage::Body::METRICS: m.kind = ClientMessageKind::kMetrics; break;
+      case client_wire::ClientMessage::Body::TOKENIZE: {
+        m.kind = ClientMessageKind::kTokenize;
+        ASSIGN_OR_RETURN(m.tokenize, DecodeTokenize(body.getTokenize()));
+        break;
+      }
+      case client_wire::ClientMessage::Body::DETOKENIZE: {
+        m.kind = ClientMessageKind::kDetokenize;
+        ASSIGN_OR_RETURN(m.detokenize.token_ids, DecodeIds(body.getDetokenize().getTokenIds(), "detokenize ids"));
+        break;
+      }
       default: return InvalidArgument("unknown client message kind");
     }
     return m;
@@ -257,20 +351,26 @@ std::string EncodeServerMessage(const ServerMessage& m) {
     case ServerMessageKind::kChunk: {
       auto c = body.initChunk();
       c.setSampleIndex(m.chunk.sample_index);
-      auto ids = c.initTokenIds(static_cast<unsigned>(m.chunk.token_ids.size()));
-      for (size_t i = 0; i < m.chunk.token_ids.size(); ++i) ids.set(i, m.chunk.token_ids[i]);
+      EncodeIds(m.chunk.token_ids, c.initTokenIds(static_cast<unsigned>(m.chunk.token_ids.size())));
       c.setText(m.chunk.text);
-      auto lps = c.initLogprobs(static_cast<unsigned>(m.chunk.logprobs.size()));
-      for (size_t i = 0; i < m.chunk.logprobs.size(); ++i) {
-        lps[i].setLogprob(m.chunk.logprobs[i].logprob);
-        auto top = lps[i].initTop(static_cast<unsigned>(m.chunk.logprobs[i].top.size()));
-        for (size_t j = 0; j < m.chunk.logprobs[i].top.size(); ++j) {
-          top[j].setTokenId(m.chunk.logprobs[i].top[j].token_id);
-          top[j].setLogprob(m.chunk.logprobs[i].top[j].logprob);
-        }
-      }
+      EncodeTokenLogprobs(m.chunk.logprobs, c.initLogprobs(static_cast<unsigned>(m.chunk.logprobs.size())));
       break;
     }
+    case ServerMessageKind::kPromptLogprobs: {
+      auto p = body.initPromptLogprobs();
+      const PromptLogprobs& in = m.prompt_logprobs;
+      EncodeIds(in.token_ids, p.initTokenIds(static_cast<unsigned>(in.token_ids.size())));
+      EncodeTokenLogprobs(in.logprobs, p.initLogprobs(static_cast<unsigned>(in.logprobs.size())));
+      break;
+    }
+    case ServerMessageKind::kMetrics: body.initMetrics().setText(m.metrics.text); break;
+    case ServerMessageKind::kTokenize: {
+      auto t = body.initTokenize();
+      EncodeIds(m.tokenize.token_ids, t.initTokenIds(static_cast<unsigned>(m.tokenize.token_ids.size())));
+      t.setMaxModelLen(m.tokenize.max_model_len);
+      break;
+    }
+    case ServerMessageKind::kDetokenize: body.initDetokenize().setText(m.detokenize.text); break;
     case ServerMessageKind::kFinish: {
       auto f = body.initFinish();
       f.setSampleIndex(m.finish.sample_index);
@@ -340,16 +440,32 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.kind = ServerMessageKind::kChunk;
         auto c = body.getChunk();
         m.chunk.sample_index = c.getSampleIndex();
-        for (int32_t id : c.getTokenIds()) m.chunk.token_ids.push_back(id);
+        ASSIGN_OR_RETURN(m.chunk.token_ids, DecodeIds(c.getTokenIds(), "chunk token ids"));
         m.chunk.text = ToString(c.getText());
-        for (auto lp : c.getLogprobs()) {
-          TokenLogprobs out;
-          out.logprob = lp.getLogprob();
-          for (auto t : lp.getTop()) out.top.push_back({t.getTokenId(), t.getLogprob()});
-          m.chunk.logprobs.push_back(std::move(out));
-        }
+        m.chunk.logprobs = DecodeTokenLogprobs(c.getLogprobs());
         break;
       }
+      case client_wire::ServerMessage::Body::PROMPT_LOGPROBS: {
+        m.kind = ServerMessageKind::kPromptLogprobs;
+        auto p = body.getPromptLogprobs();
+        ASSIGN_OR_RETURN(m.prompt_logprobs.token_ids, DecodeIds(p.getTokenIds(), "prompt logprob ids"));
+        m.prompt_logprobs.logprobs = DecodeTokenLogprobs(p.getLogprobs());
+        break;
+      }
+      case client_wire::ServerMessage::Body::METRICS:
+        m.kind = ServerMessageKind::kMetrics;
+        m.metrics.text = ToString(body.getMetrics().getText());
+        break;
+      case client_wire::ServerMessage::Body::TOKENIZE: {
+        m.kind = ServerMessageKind::kTokenize;
+        ASSIGN_OR_RETURN(m.tokenize.token_ids, DecodeIds(body.getTokenize().getTokenIds(), "tokenize ids"));
+        m.tokenize.max_model_len = body.getTokenize().getMaxModelLen();
+        break;
+      }
+      case client_wire::ServerMessage::Body::DETOKENIZE:
+        m.kind = ServerMessageKind::kDetokenize;
+        m.detokenize.text = ToString(body.getDetokenize().getText());
+        break;
       case client_wire::ServerMessage::Body::FINISH: {
         m.kind = ServerMessageKind::kFinish;
         auto f = body.getFinish();

@@ -21,7 +21,7 @@
 // also exist, with other meanings, in model/ and coordinator/.
 namespace tpserve::proto {
 
-inline constexpr uint32_t kClientProtocolVersion = 2;  // == client.capnp kClientProtocolVersion
+inline constexpr uint32_t kClientProtocolVersion = 3;  // == client.capnp kClientProtocolVersion
 
 // Limits of one decoded message (each a generous bound a real request never reaches).
 inline constexpr size_t kMaxClientMessageBytes = 8u << 20;  // also the ZMQ_MAXMSGSIZE of the socket
@@ -32,6 +32,7 @@ inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopStringBytes = 256;
 inline constexpr size_t kMaxStopTokenIds = 256;
 inline constexpr size_t kMaxLogitBias = 1024;
+inline constexpr size_t kMaxUserBytes = 256;
 inline constexpr int kCapnpNestingLimit = 16;
 
 enum class ErrorKind {
@@ -42,6 +43,7 @@ enum class ErrorKind {
   kCancelled,
   kWorkerLost,
   kUnauthenticated,
+  kUnavailable,  // no worker group serves: starting, draining or lost
 };
 const char* ErrorKindName(ErrorKind kind);  // "invalid_request", ...
 // The typed error a Status becomes on the wire (INVALID_ARGUMENT → kInvalidRequest, ...).
@@ -71,16 +73,32 @@ struct GenerateRequest {
   bool stream = true;
   uint32_t n = 1;
   int32_t priority = 0;
+  bool prompt_logprobs = false;         // answer a PromptLogprobs message before the first chunk
+  std::string user;                     // end-user id, for logs
 };
 
-enum class ClientMessageKind { kGenerate = 0, kCancel, kHealth, kStats, kHeartbeat };
+// What /tokenize takes: a text (kText) or chat messages (kChat) of a GenerateRequest's prompt.
+struct TokenizeRequest {
+  PromptKind prompt_kind = PromptKind::kText;  // kText | kChat
+  std::string prompt_text;
+  std::vector<ChatMessage> chat;
+  bool add_special_tokens = true;
+};
+
+struct DetokenizeRequest {
+  std::vector<int32_t> token_ids;
+};
+
+enum class ClientMessageKind { kGenerate = 0, kCancel, kHealth, kStats, kHeartbeat, kMetrics, kTokenize, kDetokenize };
 
 struct ClientMessage {
   uint32_t version = kClientProtocolVersion;
   uint64_t request_id = 0;
   std::string api_key;
   ClientMessageKind kind = ClientMessageKind::kHealth;
-  GenerateRequest generate;  // kGenerate only
+  GenerateRequest generate;      // kGenerate only
+  TokenizeRequest tokenize;      // kTokenize only
+  DetokenizeRequest detokenize;  // kDetokenize only
 };
 
 struct TokenLogprobs {
@@ -144,7 +162,27 @@ struct StatsReply {
   uint64_t num_preemptions = 0;
 };
 
-enum class ServerMessageKind { kChunk = 0, kFinish, kError, kHealth, kStats };
+struct PromptLogprobs {
+  std::vector<int32_t> token_ids;       // [P] the whole prompt as the model saw it
+  std::vector<TokenLogprobs> logprobs;  // [P - 1]: token_ids[i + 1] given token_ids[0..i]
+};
+
+struct MetricsReply {
+  std::string text;  // Prometheus text exposition format 0.0.4
+};
+
+struct TokenizeReply {
+  std::vector<int32_t> token_ids;
+  uint32_t max_model_len = 0;
+};
+
+struct DetokenizeReply {
+  std::string text;
+};
+
+enum class ServerMessageKind {
+  kChunk = 0, kFinish, kError, kHealth, kStats, kPromptLogprobs, kMetrics, kTokenize, kDetokenize
+};
 
 struct ServerMessage {
   uint32_t version = kClientProtocolVersion;
@@ -155,6 +193,10 @@ struct ServerMessage {
   ErrorReply error;
   HealthReply health;
   StatsReply stats;
+  PromptLogprobs prompt_logprobs;
+  MetricsReply metrics;
+  TokenizeReply tokenize;
+  DetokenizeReply detokenize;
 };
 
 // Encoded bytes (a multiple of 8) of one message.

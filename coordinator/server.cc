@@ -147,6 +147,11 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
       break;
     }
     case proto::ClientMessageKind::kHeartbeat: break;
+    case proto::ClientMessageKind::kMetrics:
+    case proto::ClientMessageKind::kTokenize:
+    case proto::ClientMessageKind::kDetokenize:
+      Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
+      break;
   }
 }
 
@@ -154,6 +159,11 @@ void Server::Reject(const std::string& client_id, uint64_t client_request_id, co
   ++num_requests_rejected_;
   SendToClient(client_id,
                proto::MakeErrorMessage(client_request_id, proto::ErrorKindFromStatus(status), status.message()));
+}
+
+void Server::RejectUnavailable(const std::string& client_id, uint64_t client_request_id, std::string why) {
+  ++num_requests_rejected_;
+  SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kUnavailable, std::move(why)));
 }
 
 void Server::HandleGenerate(const std::string& client_id, const proto::ClientMessage& message) {
@@ -165,7 +175,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
     return;
   }
   if (is_draining_) {
-    Reject(client_id, client_request_id, ResourceExhausted("the server is draining; send the request elsewhere"));
+    RejectUnavailable(client_id, client_request_id, "the server is draining; send the request elsewhere");
     return;
   }
   if (static_cast<int32_t>(requests_.size()) >= options_.max_live_requests) {
@@ -181,7 +191,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   if (!valid.ok()) return Reject(client_id, client_request_id, valid);
   WorkerGroupLink* group = LeastLoadedGroup();
   if (group == nullptr) {
-    Reject(client_id, client_request_id, ResourceExhausted("no worker group is registered yet; retry later"));
+    RejectUnavailable(client_id, client_request_id, "no worker group is registered yet; retry later");
     return;
   }
 

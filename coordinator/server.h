@@ -104,6 +104,8 @@ class Server {
   // Sends to a client; a failed send (client gone) cancels all its requests.
   void SendToClient(const std::string& client_id, const proto::ServerMessage& message);
   void Reject(const std::string& client_id, uint64_t client_request_id, const Status& status);
+  // kUnavailable: no worker group serves (none registered yet, or draining).
+  void RejectUnavailable(const std::string& client_id, uint64_t client_request_id, std::string why);
   void DropClient(const std::string& client_id);
   void ExpireSilentClients(Clock::time_point now);
 

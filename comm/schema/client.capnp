@@ -10,13 +10,14 @@
 # kClientProtocolVersion and answers any other with an `error` of kind invalidRequest. New fields are
 # only ever appended (Cap'n Proto keeps old readers working); a change old peers cannot ignore bumps
 # the version. Version 2: SamplingParams.hasSeed (a version-1 client's seed would read as "none").
+# Version 3: metrics, tokenize and detokenize requests; prompt logprobs; the `unavailable` error.
 @0xc48070df8ad3a51a;
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tpserve::client_wire");
 using Common = import "common.capnp";
 
-const kClientProtocolVersion :UInt32 = 2;
+const kClientProtocolVersion :UInt32 = 3;
 
 # ---------------------------------------------------------------------------------------------
 # Client -> coordinator
@@ -31,7 +32,22 @@ struct ClientMessage {
     health @5 :Void;         # answered with `health`
     stats @6 :Void;          # answered with `stats`
     heartbeat @7 :Void;      # "still here": keeps this client's requests alive; no reply
+    metrics @8 :Void;        # answered with `metrics` (Prometheus text exposition)
+    tokenize @9 :TokenizeRequest;      # answered with `tokenize`
+    detokenize @10 :DetokenizeRequest; # answered with `detokenize`
   }
+}
+
+struct TokenizeRequest {
+  prompt :union {
+    text @0 :Text;                      # tokenized as a generate request's text prompt would be
+    chat @1 :List(ChatMessage);         # rendered with the model's chat format + assistant prompt
+  }
+  addSpecialTokens @2 :Bool = true;     # text only: add BOS when the model asks for it
+}
+
+struct DetokenizeRequest {
+  tokenIds @0 :List(Int32);             # every id in [0, V)
 }
 
 struct ChatMessage {
@@ -54,6 +70,9 @@ struct GenerateRequest {
   numLogprobs @9 :UInt32 = 0;           # top-n logprobs per token, 0..20
   n @10 :UInt32 = 1;                    # independent samples of the same prompt (sample index 0..n-1)
   priority @11 :Int32 = 0;              # larger runs first when the scheduler must choose
+  promptLogprobs @12 :Bool = false;     # also answer `promptLogprobs`: every prompt token's logprob
+                                        # (and top-numLogprobs), computed during prefill
+  user @13 :Text;                       # the end user, for logs (OpenAI `user`); at most 256 bytes
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +87,29 @@ struct ServerMessage {
     error @4 :Error;
     health @5 :HealthReply;
     stats @6 :StatsReply;
+    promptLogprobs @7 :PromptLogprobs;  # once per request that asked, before its first chunk
+    metrics @8 :MetricsReply;
+    tokenize @9 :TokenizeReply;
+    detokenize @10 :DetokenizeReply;
   }
+}
+
+struct PromptLogprobs {
+  tokenIds @0 :List(Int32);             # the whole prompt as the model saw it (BOS, chat format included)
+  logprobs @1 :List(TokenLogprobs);     # one per tokenIds entry after the first (nothing predicts the first)
+}
+
+struct MetricsReply {
+  text @0 :Text;                        # Prometheus text exposition format 0.0.4, names prefixed `tpserve:`
+}
+
+struct TokenizeReply {
+  tokenIds @0 :List(Int32);
+  maxModelLen @1 :UInt32;               # the model's context length
+}
+
+struct DetokenizeReply {
+  text @0 :Text;
 }
 
 struct TokenLogprobs {
@@ -112,6 +153,7 @@ enum ErrorKind {
   cancelled @4;
   workerLost @5;                        # the worker group running the request went away
   unauthenticated @6;                   # missing or wrong apiKey
+  unavailable @7;                       # no worker group serves (starting, draining or lost): retry later
 }
 
 struct Error {

@@ -33,6 +33,8 @@ ClientMessage FullGenerate() {
   g.stream = false;
   g.n = 2;
   g.priority = -3;
+  g.prompt_logprobs = true;
+  g.user = "alice";
   return m;
 }
 
@@ -69,6 +71,8 @@ TEST(ClientCodecTest, GenerateRoundTripsEveryField) {
   EXPECT_FALSE(g.stream);
   EXPECT_EQ(g.n, 2u);
   EXPECT_EQ(g.priority, -3);
+  EXPECT_TRUE(g.prompt_logprobs);
+  EXPECT_EQ(g.user, "alice");
 }
 
 TEST(ClientCodecTest, PromptKindsRoundTrip) {
@@ -109,6 +113,96 @@ TEST(ClientCodecTest, ControlMessagesRoundTrip) {
     EXPECT_EQ(out->kind, kind);
     EXPECT_EQ(out->request_id, 5u);
   }
+}
+
+TEST(ClientCodecTest, TokenizeAndDetokenizeRequestsRoundTrip) {
+  ClientMessage chat;
+  chat.kind = ClientMessageKind::kTokenize;
+  chat.tokenize.prompt_kind = PromptKind::kChat;
+  chat.tokenize.chat = {{"user", "hi"}};
+  std::string bytes = EncodeClientMessage(chat);
+  auto out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->kind, ClientMessageKind::kTokenize);
+  ASSERT_EQ(out->tokenize.prompt_kind, PromptKind::kChat);
+  ASSERT_EQ(out->tokenize.chat.size(), 1u);
+  EXPECT_EQ(out->tokenize.chat[0].content, "hi");
+
+  ClientMessage text;
+  text.kind = ClientMessageKind::kTokenize;
+  text.tokenize.prompt_text = "Hello";
+  text.tokenize.add_special_tokens = false;
+  bytes = EncodeClientMessage(text);
+  out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->tokenize.prompt_kind, PromptKind::kText);
+  EXPECT_EQ(out->tokenize.prompt_text, "Hello");
+  EXPECT_FALSE(out->tokenize.add_special_tokens);
+
+  ClientMessage detok;
+  detok.kind = ClientMessageKind::kDetokenize;
+  detok.detokenize.token_ids = {1, 2, 40000};
+  bytes = EncodeClientMessage(detok);
+  out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->kind, ClientMessageKind::kDetokenize);
+  EXPECT_EQ(out->detokenize.token_ids, (std::vector<int32_t>{1, 2, 40000}));
+
+  ClientMessage metrics;
+  metrics.kind = ClientMessageKind::kMetrics;
+  bytes = EncodeClientMessage(metrics);
+  out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->kind, ClientMessageKind::kMetrics);
+}
+
+TEST(ClientCodecTest, VersionThreeRepliesRoundTrip) {
+  ServerMessage p;
+  p.kind = ServerMessageKind::kPromptLogprobs;
+  p.prompt_logprobs.token_ids = {1, 5, 9};
+  p.prompt_logprobs.logprobs = {{-1.5f, {{5, -1.5f}, {6, -2.0f}}}, {-0.25f, {}}};
+  std::string bytes = EncodeServerMessage(p);
+  auto out = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->kind, ServerMessageKind::kPromptLogprobs);
+  EXPECT_EQ(out->prompt_logprobs.token_ids, (std::vector<int32_t>{1, 5, 9}));
+  ASSERT_EQ(out->prompt_logprobs.logprobs.size(), 2u);
+  EXPECT_EQ(out->prompt_logprobs.logprobs[0].logprob, -1.5f);
+  ASSERT_EQ(out->prompt_logprobs.logprobs[0].top.size(), 2u);
+  EXPECT_EQ(out->prompt_logprobs.logprobs[0].top[1].token_id, 6);
+
+  ServerMessage m;
+  m.kind = ServerMessageKind::kMetrics;
+  m.metrics.text = "# TYPE tpserve:x counter\ntpserve:x 1\n";
+  bytes = EncodeServerMessage(m);
+  out = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->metrics.text, m.metrics.text);
+
+  ServerMessage t;
+  t.kind = ServerMessageKind::kTokenize;
+  t.tokenize.token_ids = {3, 4};
+  t.tokenize.max_model_len = 8192;
+  bytes = EncodeServerMessage(t);
+  out = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->tokenize.token_ids, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(out->tokenize.max_model_len, 8192u);
+
+  ServerMessage d;
+  d.kind = ServerMessageKind::kDetokenize;
+  d.detokenize.text = "caf\xc3\xa9";
+  bytes = EncodeServerMessage(d);
+  out = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->detokenize.text, d.detokenize.text);
+
+  ServerMessage e = MakeErrorMessage(7, ErrorKind::kUnavailable, "no worker group");
+  bytes = EncodeServerMessage(e);
+  out = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->error.kind, ErrorKind::kUnavailable);
+  EXPECT_STREQ(ErrorKindName(out->error.kind), "unavailable");
 }
 
 TEST(ClientCodecTest, ServerMessagesRoundTrip) {

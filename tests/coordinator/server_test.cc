@@ -118,9 +118,10 @@ TEST_F(ServerTest, HealthAndStatsBeforeAndAfterRegistration) {
   ASSERT_TRUE(health.ok());
   EXPECT_FALSE(health->ok);
   EXPECT_EQ(health->vocab_size, static_cast<uint32_t>(kVocab));
-  // No group yet: a generate request is refused as overloaded, not queued forever.
+  // No group yet: a generate request is refused as unavailable (HTTP 503), not queued forever.
   auto refused = client->Generate(IdsRequest({1, 2, 3}, 4));
-  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("unavailable"), std::string::npos) << refused.status().ToString();
   AddGroup();
   WaitForGroups(*client, 1);
   auto stats = client->Stats();
@@ -578,7 +579,7 @@ TEST_F(ServerTest, DrainFinishesRunningRefusesNewAndShutsGroupsDown) {
   ASSERT_TRUE(health.ok());
   EXPECT_TRUE(health->draining);
   auto refused = client->Generate(IdsRequest({1}, 2));
-  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);  // draining: send it elsewhere
   size_t num_ids = first->chunk.token_ids.size();
   bool finished = false;
   while (!finished) {
