@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/keys_command.h"
 #include "client/serve_command.h"
 
 namespace tpserve {
@@ -50,12 +51,13 @@ const char kUsage[] =
     "                        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
     "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
     "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
-    "                        [--system S] [--print-ids] [--json] [--api-key K]\n"
+    "                        [--system S] [--print-ids] [--json] [--api-key K] [--keys DIR [--key-name N]]\n"
     "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
     "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
     "       tpserve health [--server E]\n"
     "       tpserve stats [--server E]\n"
-    "       tpserve serve --model M [--tp N] [--port P] [--worker-port P] [--threads N] [--kv-mb MB]\n";
+    "       tpserve serve --model M [--tp N] [--port P] [--worker-port P] [--threads N] [--kv-mb MB]\n"
+    "       tpserve keys init DIR | add-client DIR NAME | add-worker DIR NAME\n";
 
 StatusOr<double> ParseNumber(const std::string& flag, const std::string& text) {
   char* end = nullptr;
@@ -94,6 +96,10 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
       ASSIGN_OR_RETURN(f.client.server, value());
     } else if (arg == "--api-key") {
       ASSIGN_OR_RETURN(f.client.api_key, value());
+    } else if (arg == "--keys") {
+      ASSIGN_OR_RETURN(f.client.keys_dir, value());
+    } else if (arg == "--key-name") {
+      ASSIGN_OR_RETURN(f.client.key_name, value());
     } else if (arg == "--prompt") {
       f.request.prompt_kind = proto::PromptKind::kText;
       ASSIGN_OR_RETURN(f.request.prompt_text, value());
@@ -365,6 +371,7 @@ int Main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "serve") return RunServeCommand(argc, argv);
+  if (command == "keys") return RunKeysCommand(argc, argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return 0;

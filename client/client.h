@@ -33,6 +33,10 @@ class ZmqSocket;
 struct ClientOptions {
   std::string server = "tcp://127.0.0.1:5555";
   std::string api_key;
+  // CURVE: the key directory (comm/curve_keys.h) and this client's key name ("": the only or
+  // "default" pair under DIR/clients). keys_dir "": plain TCP.
+  std::string keys_dir;
+  std::string key_name;
   // How long a blocking call waits for the next server message before DEADLINE_EXCEEDED.
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds heartbeat_interval{2000};

@@ -39,7 +39,8 @@ const char kServeUsage[] =
     "                     [--device cpu|cuda]                                    (to tpserve-worker)\n"
     "                     [--poll US]                                            (to tpserve-worker)\n"
     "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
-    "                     [--no-prefix-cache]                                    (to the coordinator)\n";
+    "                     [--no-prefix-cache] [--insecure]                       (to the coordinator)\n"
+    "                     [--keys DIR]                   (CURVE: coordinator and workers, `tpserve keys init`)\n";
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -71,8 +72,12 @@ std::string Join(const std::vector<std::string>& args) {
 bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--no-prefix-cache") {  // the one flag without a value (the prefix-caching benchmark)
+    if (arg == "--no-prefix-cache") {  // flags without a value
       f->coordinator_args.push_back("--no-prefix-caching");
+      continue;
+    }
+    if (arg == "--insecure") {
+      f->coordinator_args.push_back("--insecure");
       continue;
     }
     if (i + 1 >= argc) {
@@ -93,6 +98,9 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
     } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
                arg == "--device") {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
+    } else if (arg == "--keys") {  // both sides: the coordinator's pair, the group's workers/default pair
+      f->worker_args.insert(f->worker_args.end(), {arg, value});
+      f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
     } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
                arg == "--max-model-len") {
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});

@@ -145,6 +145,16 @@ StatusOr<CurveClientKeys> LoadCurveClientKeys(const std::string& dir, const std:
   return keys;
 }
 
+Status UseCurveClientKeys(const std::string& keys_dir, const std::string& kind, const std::string& name,
+                          SocketOptions* options) {
+  if (keys_dir.empty()) return OkStatus();
+  ASSIGN_OR_RETURN(CurveClientKeys keys, LoadCurveClientKeys(keys_dir, kind, name));
+  options->curve_server_key = keys.server_public_key;
+  options->curve_public_key = keys.own.public_key;
+  options->curve_secret_key = keys.own.secret_key;
+  return OkStatus();
+}
+
 bool IsLoopbackEndpoint(const std::string& endpoint) {
   if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
   if (endpoint.rfind("tcp://", 0) != 0) return false;

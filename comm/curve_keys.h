@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/zmq_transport.h"
 #include "common/status.h"
 
 namespace tpserve {
@@ -52,6 +53,11 @@ StatusOr<CurveServerKeys> LoadCurveServerKeys(const std::string& dir);
 // Uses DIR/<kind>/<name>.key; name "" picks the only .key file there (or "default").
 StatusOr<CurveClientKeys> LoadCurveClientKeys(const std::string& dir, const std::string& kind,
                                               const std::string& name = "");
+
+// Sets the CURVE client fields of `options` from DIR/coordinator.pub and DIR/<kind>/<name>.key
+// (see LoadCurveClientKeys). keys_dir "": leaves them empty (plain TCP).
+Status UseCurveClientKeys(const std::string& keys_dir, const std::string& kind, const std::string& name,
+                          SocketOptions* options);
 
 // True for endpoints no other host can reach: tcp on 127.0.0.0/8, localhost or [::1]; ipc; inproc.
 // A coordinator bound elsewhere must use CURVE unless told --insecure.

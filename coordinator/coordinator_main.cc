@@ -29,7 +29,7 @@ void OnSignal(int) {
 
 struct Flags {
   std::string model;
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";  // another address needs --keys (or --insecure)
   int port = 5555;
   int worker_port = 5556;
   ServerOptions server;
@@ -38,7 +38,8 @@ struct Flags {
 void Usage() {
   std::cerr << "usage: tpserve-coordinator --model M [--host H] [--port P] [--worker-port P]\n"
                "  [--max-num-seqs N] [--max-batched-tokens N] [--max-queue N] [--max-model-len N]\n"
-               "  [--no-prefix-caching] [--api-key K]... [--step-timeout-ms MS] [--client-timeout-ms MS]\n";
+               "  [--no-prefix-caching] [--api-key K]... [--step-timeout-ms MS] [--client-timeout-ms MS]\n"
+               "  [--keys DIR (CURVE: `tpserve keys init DIR`)] [--insecure (bind a non-loopback host without keys)]\n";
 }
 
 StatusOr<Flags> ParseFlags(int argc, char** argv) {
@@ -74,6 +75,10 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(f.server.scheduler.max_queue, int_value());
     } else if (arg == "--max-model-len") {
       ASSIGN_OR_RETURN(f.server.scheduler.max_model_len, int_value());
+    } else if (arg == "--keys") {
+      ASSIGN_OR_RETURN(f.server.keys_dir, value());
+    } else if (arg == "--insecure") {
+      f.server.insecure = true;
     } else if (arg == "--no-prefix-caching") {
       f.server.scheduler.enable_prefix_caching = false;
     } else if (arg == "--api-key") {

@@ -1,5 +1,8 @@
 #include "coordinator/server.h"
 
+#include "comm/curve_keys.h"
+#include "comm/zap_authenticator.h"
+
 #include <algorithm>
 #include <zmq.hpp>
 
@@ -28,8 +31,44 @@ Server::Server(const ServerOptions& options, const Tokenizer* tokenizer)
 Server::~Server() {
   client_socket_.reset();
   worker_socket_.reset();
+  zap_.reset();
   context_.reset();
 }
+
+namespace {
+
+// CURVE on both sockets when there is a key directory (its ZAP handler admitting the listed keys);
+// otherwise plain TCP, which is refused on a non-loopback endpoint unless options.insecure.
+StatusOr<std::unique_ptr<ZapAuthenticator>> SecureSockets(const ServerOptions& options, zmq::context_t& context,
+                                                          SocketOptions* client_options, SocketOptions* worker_options) {
+  if (options.keys_dir.empty()) {
+    for (const std::string& endpoint : {options.client_endpoint, options.worker_endpoint}) {
+      if (IsLoopbackEndpoint(endpoint)) continue;
+      if (!options.insecure) {
+        return FailedPrecondition(
+            "refusing to bind " + endpoint + " unencrypted and unauthenticated: make keys with `tpserve keys init DIR` "
+            "and pass --keys DIR (clients and worker groups get theirs from DIR), or pass --insecure to accept the risk");
+      }
+      LOG(WARN) << "coordinator: --insecure: " << endpoint
+                << " is open to anyone who can reach it, unencrypted (no --keys)";
+    }
+    return std::unique_ptr<ZapAuthenticator>();
+  }
+  ASSIGN_OR_RETURN(CurveServerKeys keys, LoadCurveServerKeys(options.keys_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<ZapAuthenticator> zap,
+                   ZapAuthenticator::Start(context, {{"clients", keys.client_public_keys},
+                                                     {"workers", keys.worker_public_keys}}));
+  for (auto [socket_options, domain] : {std::pair{client_options, "clients"}, std::pair{worker_options, "workers"}}) {
+    socket_options->curve_server = true;
+    socket_options->curve_secret_key = keys.server.secret_key;
+    socket_options->zap_domain = domain;
+  }
+  LOG(INFO) << "coordinator: CURVE on, " << keys.client_public_keys.size() << " client key(s), "
+            << keys.worker_public_keys.size() << " worker key(s) from " << options.keys_dir;
+  return zap;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, const Tokenizer* tokenizer) {
   if (options.limits.vocab_size <= 0 || options.limits.context_length <= 1) {
@@ -37,14 +76,14 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, c
   }
   std::unique_ptr<Server> server(new Server(options, tokenizer));
   server->context_ = std::make_unique<zmq::context_t>(1);
-  SocketOptions client_options;
+  SocketOptions client_options, worker_options;
+  ASSIGN_OR_RETURN(server->zap_, SecureSockets(options, *server->context_, &client_options, &worker_options));
   client_options.max_message_bytes = proto::kMaxClientMessageBytes;
   client_options.send_hwm = 100000;
   client_options.recv_hwm = 10000;
   client_options.router_mandatory = true;
   ASSIGN_OR_RETURN(server->client_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.client_endpoint, client_options));
-  SocketOptions worker_options;
   worker_options.max_message_bytes = int64_t{256} << 20;  // step results with logits (tests)
   worker_options.router_mandatory = true;
   ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,

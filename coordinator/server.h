@@ -43,10 +43,15 @@ class context_t;
 namespace tpserve {
 
 class ZmqSocket;
+class ZapAuthenticator;
 
 struct ServerOptions {
-  std::string client_endpoint = "tcp://*:5555";
-  std::string worker_endpoint = "tcp://*:5556";
+  std::string client_endpoint = "tcp://127.0.0.1:5555";
+  std::string worker_endpoint = "tcp://127.0.0.1:5556";
+  // CURVE key directory (comm/curve_keys.h): both sockets encrypt, and admit only the listed client
+  // and worker-group keys. Without it, binding a non-loopback endpoint is refused unless insecure.
+  std::string keys_dir;
+  bool insecure = false;
   SchedulerConfig scheduler;
   std::string model_name;
   ModelLimits limits;         // vocab size and context length of the served model
@@ -131,6 +136,7 @@ class Server {
   const Tokenizer* tokenizer_;
   PromptBuilder prompt_builder_;
   std::unique_ptr<zmq::context_t> context_;
+  std::unique_ptr<ZapAuthenticator> zap_;  // CURVE only; stops before the context ends
   std::unique_ptr<ZmqSocket> client_socket_;
   std::unique_ptr<ZmqSocket> worker_socket_;
 

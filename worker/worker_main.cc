@@ -30,6 +30,8 @@ struct WorkerFlags {
   std::string model;
   std::string coordinator;
   std::string routing_id;
+  std::string keys_dir;  // CURVE: coordinator.pub and workers/<key_name>.key
+  std::string key_name;
   int block_size = 16;
   int64_t kv_memory_mb = 256;
   int threads = 0;  // 0: cores / ranks on this host
@@ -42,6 +44,7 @@ struct WorkerFlags {
 const char kUsage[] =
     "usage: mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]\n"
     "           [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]\n"
+    "           [--keys DIR [--key-name N]]  (CURVE: DIR/coordinator.pub, DIR/workers/N.key)\n"
     "           [--device cpu|cuda]\n"
     "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
 
@@ -70,6 +73,10 @@ StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(flags.device, ParseDevice(value));
     } else if (arg == "--routing-id") {
       flags.routing_id = value;
+    } else if (arg == "--keys") {
+      flags.keys_dir = value;
+    } else if (arg == "--key-name") {
+      flags.key_name = value;
     } else if (arg == "--block-size") {
       ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 1, 1024));
       flags.block_size = static_cast<int>(v);
@@ -120,6 +127,8 @@ Status Serve(const WorkerFlags& flags) {
     GroupSessionOptions session;
     session.coordinator_endpoint = flags.coordinator;
     session.routing_id = flags.routing_id;
+    session.keys_dir = flags.keys_dir;
+    session.key_name = flags.key_name;
     HelloMessage& hello = session.hello;
     ASSIGN_OR_RETURN(hello.model, ComputeModelFingerprint(flags.model));
     hello.tp_size = info.tp_size;

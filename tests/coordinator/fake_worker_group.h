@@ -54,6 +54,7 @@ struct FakeWorkerGroupOptions {
   int32_t vocab_size = 64;
   int32_t poison_token = -1;  // a plan carrying this token id is refused with a non-fatal Error
   bool crash_on_first_step = false;  // close the connection instead of answering the first plan
+  SocketOptions socket;               // e.g. CURVE client keys
 };
 
 class FakeWorkerGroup {
@@ -123,7 +124,7 @@ class FakeWorkerGroup {
 
   void Serve(const std::string& endpoint) {
     zmq::context_t context(1);
-    auto socket = ZmqSocket::Connect(context, zmq::socket_type::dealer, endpoint);
+    auto socket = ZmqSocket::Connect(context, zmq::socket_type::dealer, endpoint, options_.socket);
     if (!socket.ok()) return;
     HelloMessage hello;
     hello.tp_size = 1;
