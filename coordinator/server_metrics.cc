@@ -21,7 +21,7 @@ double Seconds(ServerMetrics::Clock::duration d) { return std::chrono::duration<
 }  // namespace
 
 ServerMetrics::ServerMetrics(const std::string& model_name)
-    : registry_({{"model_name", model_name}}),
+    : registry_(MetricLabels{{"model_name", model_name}}),
       num_requests_running_(
           registry_.AddGauge("tpserve:num_requests_running", "Sequences running (holding KV blocks).").Get()),
       num_requests_waiting_(
