@@ -102,7 +102,7 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
     } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
-               arg == "--max-model-len") {
+               arg == "--max-model-len" || arg == "--metrics-port" || arg == "--metrics-host") {
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
     } else {
       std::cerr << "tpserve serve: unknown flag " << arg << "\n";

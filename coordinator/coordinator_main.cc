@@ -5,6 +5,8 @@
 //   tpserve-coordinator --model M [--host 0.0.0.0] [--port 5555] [--worker-port 5556]
 //       [--max-num-seqs 64] [--max-batched-tokens 512] [--max-queue 256] [--max-model-len N]
 //       [--no-prefix-caching] [--api-key K]... [--step-timeout-ms 60000] [--client-timeout-ms 30000]
+//       [--metrics-port P] [--metrics-host 127.0.0.1]
+// --metrics-port serves GET /metrics (Prometheus text) over HTTP; off without it.
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +41,8 @@ void Usage() {
   std::cerr << "usage: tpserve-coordinator --model M [--host H] [--port P] [--worker-port P]\n"
                "  [--max-num-seqs N] [--max-batched-tokens N] [--max-queue N] [--max-model-len N]\n"
                "  [--no-prefix-caching] [--api-key K]... [--step-timeout-ms MS] [--client-timeout-ms MS]\n"
-               "  [--keys DIR (CURVE: `tpserve keys init DIR`)] [--insecure (bind a non-loopback host without keys)]\n";
+               "  [--keys DIR (CURVE: `tpserve keys init DIR`)] [--insecure (bind a non-loopback host without keys)]\n"
+               "  [--metrics-port P] [--metrics-host H]   GET /metrics over HTTP (default host 127.0.0.1)\n";
 }
 
 StatusOr<Flags> ParseFlags(int argc, char** argv) {
@@ -90,6 +93,10 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else if (arg == "--client-timeout-ms") {
       ASSIGN_OR_RETURN(int ms, int_value());
       f.server.client_timeout = std::chrono::milliseconds(ms);
+    } else if (arg == "--metrics-port") {
+      ASSIGN_OR_RETURN(f.server.metrics_port, int_value());
+    } else if (arg == "--metrics-host") {
+      ASSIGN_OR_RETURN(f.server.metrics_host, value());
     } else if (arg == "--help" || arg == "-h") {
       Usage();
       std::exit(0);
@@ -147,7 +154,11 @@ int Main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   std::cout << "tpserve-coordinator: serving " << options.model_name << " on " << (*server)->client_endpoint()
-            << " (workers: " << (*server)->worker_endpoint() << ")" << std::endl;
+            << " (workers: " << (*server)->worker_endpoint() << ")";
+  if ((*server)->metrics_port() >= 0) {
+    std::cout << " (metrics: http://" << options.metrics_host << ":" << (*server)->metrics_port() << "/metrics)";
+  }
+  std::cout << std::endl;
   Status run = (*server)->Run();
   g_server = nullptr;
   if (!run.ok()) return fail(run);

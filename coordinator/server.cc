@@ -26,9 +26,10 @@ proto::ServerMessage ReplyTo(uint64_t request_id, proto::ServerMessageKind kind)
 }  // namespace
 
 Server::Server(const ServerOptions& options, const Tokenizer* tokenizer)
-    : options_(options), tokenizer_(tokenizer), prompt_builder_(tokenizer) {}
+    : options_(options), tokenizer_(tokenizer), prompt_builder_(tokenizer), metrics_(options.model_name) {}
 
 Server::~Server() {
+  metrics_http_.reset();
   client_socket_.reset();
   worker_socket_.reset();
   zap_.reset();
@@ -88,6 +89,13 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, c
   worker_options.router_mandatory = true;
   ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.worker_endpoint, worker_options));
+  if (options.metrics_port >= 0) {
+    Server* raw = server.get();
+    ASSIGN_OR_RETURN(server->metrics_http_,
+                     MetricsHttpServer::Start(options.metrics_host, options.metrics_port, [raw] {
+                       return raw->metrics_exchange_.Fetch(std::chrono::seconds(2));
+                     }));
+  }
   LOG(INFO) << "coordinator: clients on " << server->client_endpoint() << ", workers on "
             << server->worker_endpoint();
   return server;
@@ -133,6 +141,7 @@ Status Server::Run() {
     CheckGroups(now);
     ExpireSilentClients(now);
     StartSteps();
+    if (metrics_exchange_.is_wanted()) metrics_exchange_.Publish(metrics_.Render(groups_));
   }
   ShutdownGroups(stop_requested_.load() ? "coordinator stopped" : "coordinator drained");
   LOG(INFO) << "coordinator: exiting";
@@ -151,6 +160,7 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
   StatusOr<proto::ClientMessage> decoded = proto::DecodeClientMessage(frames[1].data(), frames[1].size());
   if (!decoded.ok()) {
     ++num_messages_dropped_;
+    metrics_.OnFailed(0, proto::ErrorKind::kInvalidRequest);
     // Answer so a well-meaning client learns why; request id 0: we could not read one.
     SendToClient(client_id, proto::MakeErrorMessage(0, proto::ErrorKind::kInvalidRequest, decoded.status().message()));
     return;
@@ -186,7 +196,12 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
       break;
     }
     case proto::ClientMessageKind::kHeartbeat: break;
-    case proto::ClientMessageKind::kMetrics:
+    case proto::ClientMessageKind::kMetrics: {
+      proto::ServerMessage reply = ReplyTo(message.request_id, proto::ServerMessageKind::kMetrics);
+      reply.metrics.text = metrics_.Render(groups_);
+      SendToClient(client_id, reply);
+      break;
+    }
     case proto::ClientMessageKind::kTokenize:
     case proto::ClientMessageKind::kDetokenize:
       Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
@@ -196,16 +211,19 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
 
 void Server::Reject(const std::string& client_id, uint64_t client_request_id, const Status& status) {
   ++num_requests_rejected_;
+  metrics_.OnFailed(0, proto::ErrorKindFromStatus(status));
   SendToClient(client_id,
                proto::MakeErrorMessage(client_request_id, proto::ErrorKindFromStatus(status), status.message()));
 }
 
 void Server::RejectUnavailable(const std::string& client_id, uint64_t client_request_id, std::string why) {
   ++num_requests_rejected_;
+  metrics_.OnFailed(0, proto::ErrorKind::kUnavailable);
   SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kUnavailable, std::move(why)));
 }
 
 void Server::HandleGenerate(const std::string& client_id, const proto::ClientMessage& message) {
+  const Clock::time_point arrival = Clock::now();
   ++num_requests_total_;
   const uint64_t client_request_id = message.request_id;
   if (request_by_client_.count({client_id, client_request_id})) {
@@ -253,6 +271,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
   const uint64_t seed = schedule.sampling.seed;
+  const int32_t num_prompt_tokens = static_cast<int32_t>(schedule.prompt_ids.size());
   Status added = group->scheduler().Add(std::move(schedule));
   if (!added.ok()) return Reject(client_id, client_request_id, added);
 
@@ -262,6 +281,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   live.stream = std::make_unique<RequestStream>(client_request_id, request, seed, tokenizer_);
   requests_.emplace(next_request_id_, std::move(live));
   request_by_client_[{client_id, client_request_id}] = next_request_id_;
+  metrics_.OnArrival(next_request_id_, num_prompt_tokens, arrival);
   ++next_request_id_;
 }
 
@@ -281,6 +301,7 @@ void Server::HandleCancel(const std::string& client_id, uint64_t client_request_
     }
     for (auto& m : live.stream->FinishSample(i, proto::FinishReason::kCancelled, usage)) messages.push_back(std::move(m));
   }
+  metrics_.OnFinished(request_id, FinishReason::kCancelled, Clock::now());
   ForgetRequest(request_id);
   for (const auto& m : messages) SendToClient(client_id, m);
 }
@@ -299,7 +320,11 @@ void Server::DropClient(const std::string& client_id) {
        it != request_by_client_.end() && it->first.first == client_id; ++it) {
     ids.push_back(it->second);
   }
-  for (uint64_t id : ids) ForgetRequest(id);
+  const Clock::time_point now = Clock::now();
+  for (uint64_t id : ids) {
+    metrics_.OnFinished(id, FinishReason::kCancelled, now);  // by a client that is gone
+    ForgetRequest(id);
+  }
   client_last_seen_.erase(client_id);
 }
 
@@ -495,6 +520,7 @@ void Server::StartSteps() {
           failed.emplace_back(id, "could not send a step: " + sent.ToString());
           continue;
         }
+        metrics_.OnScheduled(plan, now);
         group->SetInFlight(std::move(plan), now);
       } else {
         group->scheduler().DiscardInFlight();
@@ -529,6 +555,7 @@ void Server::HandleStepResult(WorkerGroupLink& group, const StepResult& result) 
     return;
   }
   ++num_steps_total_;
+  metrics_.OnStepResult(group.group_id(), plan, result);
   Stream(group, *events);
 }
 
@@ -548,23 +575,29 @@ void Server::FailStep(WorkerGroupLink& group, const Status& error) {
     const uint64_t client_request_id = it->second.stream->client_request_id();
     ForgetRequest(request_id);
     ++num_requests_rejected_;
+    metrics_.OnFailed(request_id, proto::ErrorKind::kInternal);
     SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
                                                     "the worker group failed this request's step: " + error.message()));
   }
 }
 
 void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events) {
+  const Clock::time_point now = Clock::now();
   int64_t num_tokens = 0;
   for (const SequenceEvent& event : events) {
     auto it = requests_.find(event.request_id);
     if (it == requests_.end()) continue;
     LiveRequest& live = it->second;
-    if (event.token_id >= 0) ++num_tokens;
+    if (event.token_id >= 0) {
+      ++num_tokens;
+      metrics_.OnToken(event.request_id, event.sample_index, now);
+    }
     if (event.is_finished && event.finish_reason == FinishReason::kError) {
       const std::string client_id = live.client_id;
       const uint64_t client_request_id = live.stream->client_request_id();
       ForgetRequest(event.request_id);  // the other samples too
       ++num_requests_rejected_;
+      metrics_.OnFailed(event.request_id, proto::ErrorKind::kInternal);
       SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
                                                       "the worker group returned no token for this request"));
       continue;
@@ -582,13 +615,13 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     const bool is_done = live.stream->all_finished();
     if (is_done) {
       ++num_requests_finished_;
+      metrics_.OnFinished(event.request_id, out.is_stop_string_hit ? FinishReason::kStop : event.finish_reason, now);
       request_by_client_.erase({client_id, live.stream->client_request_id()});
       requests_.erase(it);
     }
     for (const auto& m : out.messages) SendToClient(client_id, m);
   }
   num_generated_tokens_ += static_cast<uint64_t>(num_tokens);
-  const Clock::time_point now = Clock::now();
   recent_tokens_.emplace_back(now, num_tokens);
   while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kThroughputWindow) {
     recent_tokens_.erase(recent_tokens_.begin());
@@ -617,8 +650,10 @@ void Server::LoseGroup(uint32_t group_id, const std::string& why) {
                         proto::MakeErrorMessage(it->second.stream->client_request_id(), proto::ErrorKind::kWorkerLost,
                                                 "the worker group running this request was lost (" + why + ")"));
     request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
+    metrics_.OnFailed(it->first, proto::ErrorKind::kWorkerLost);
     it = requests_.erase(it);
   }
+  metrics_.OnGroupLost(*group_it->second);
   (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
   groups_.erase(group_it);
   for (const auto& [client_id, message] : errors) SendToClient(client_id, message);
