@@ -52,6 +52,7 @@ const char kUsage[] =
     "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
     "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
     "                        [--system S] [--print-ids] [--json] [--api-key K] [--keys DIR [--key-name N]]\n"
+    "                        [--timeout-s S (a reply's longest wait, default 60)]\n"
     "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
     "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
     "       tpserve health [--server E]\n"
@@ -96,6 +97,10 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
       ASSIGN_OR_RETURN(f.client.server, value());
     } else if (arg == "--api-key") {
       ASSIGN_OR_RETURN(f.client.api_key, value());
+    } else if (arg == "--timeout-s") {
+      ASSIGN_OR_RETURN(double seconds, number());
+      if (!(seconds > 0)) return InvalidArgument("--timeout-s must be positive");
+      f.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
     } else if (arg == "--keys") {
       ASSIGN_OR_RETURN(f.client.keys_dir, value());
     } else if (arg == "--key-name") {

@@ -10,7 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  iproute2 procps
+  iproute2 procps tcpdump
 )
 
 missing=()
