@@ -213,6 +213,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   }
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
+  schedule.prompt_logprobs = request.prompt_logprobs;
   const uint64_t seed = schedule.sampling.seed;
   Status added = group->scheduler().Add(std::move(schedule));
   if (!added.ok()) return Reject(client_id, client_request_id, added);
