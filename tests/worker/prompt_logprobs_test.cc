@@ -8,14 +8,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <functional>
-#include <mutex>
 
 #include "model/gguf_file.h"
 #include "model/model_config.h"
 #include "model/tokenizer.h"
+#include "tests/testing/prompt_logprobs_drive.h"
 #include "tests/testing/reference_llama.h"
 #include "tests/testing/thread_communicator.h"
 #include "tests/worker/engine_test_util.h"
@@ -23,97 +21,7 @@
 namespace tpserve::testing {
 namespace {
 
-using StepFn = std::function<StepResult(const StepPlan&)>;
-
 constexpr int kBlockSize = 4;
-constexpr int32_t kNumLogprobs = 3;
-
-StepResult Run(const StepFn& execute, std::vector<SequencePlan> seqs) {
-  StepPlan plan;
-  plan.sequences = std::move(seqs);
-  return execute(plan);
-}
-
-uint32_t Bits(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits;
-}
-
-// The prompt's logprobs from a prefill in chunks of `chunk` tokens (seq 1, blocks 0..), batched with
-// a sequence that prefills then decodes (seq 2) and, in the first step, another scored prompt (seq 3).
-std::vector<PromptTokenLogprob> ScoreByPrefill(const StepFn& execute, const std::vector<int32_t>& prompt, int chunk,
-                                               int vocab) {
-  const int32_t num_prompt = static_cast<int32_t>(prompt.size());
-  const std::vector<int32_t> other = RandomTokens(24, vocab, 99);
-  std::vector<PromptTokenLogprob> scored;
-  int step = 0;
-  for (int32_t begin = 0; begin < num_prompt; begin += chunk, ++step) {
-    const int32_t n = std::min(chunk, num_prompt - begin);
-    std::vector<SequencePlan> seqs;
-    // seq 2: 3 tokens of prefill, then a decode per step (its blocks 40..).
-    if (step == 0) {
-      seqs.push_back(SeqStep(2, 0, {other.begin(), other.begin() + 3}, Iota(40, 6)));
-    } else {
-      seqs.push_back(SeqStep(2, 2 + step, {other[2 + step]}, Iota(40, 6)));
-    }
-    SequencePlan seq = SeqStep(1, begin, {prompt.begin() + begin, prompt.begin() + begin + n}, Iota(0, 10),
-                               begin + n == num_prompt);
-    seq.prompt_logprobs = true;
-    seq.next_prompt_token = begin + n < num_prompt ? prompt[begin + n] : -1;
-    seq.sampling.num_logprobs = kNumLogprobs;
-    seqs.push_back(seq);
-    if (step == 0) {  // seq 3: a short prompt scored whole, listed after seq 1
-      SequencePlan third = SeqStep(3, 0, {other.begin() + 10, other.begin() + 15}, Iota(50, 2));
-      third.prompt_logprobs = true;
-      third.sampling.num_logprobs = 1;
-      seqs.push_back(third);
-    }
-    const StepResult result = Run(execute, seqs);
-    EXPECT_EQ(result.prompt_logprobs.size(), step == 0 ? 2u : 1u);
-    EXPECT_EQ(result.prompt_logprobs.at(0).seq_id, 1u);
-    const auto& positions = result.prompt_logprobs.at(0).positions;
-    EXPECT_EQ(static_cast<int32_t>(positions.size()), seq.num_prompt_logprobs());
-    scored.insert(scored.end(), positions.begin(), positions.end());
-    if (step == 0) {
-      EXPECT_EQ(result.prompt_logprobs.at(1).seq_id, 3u);
-      EXPECT_EQ(result.prompt_logprobs.at(1).positions.size(), 4u);
-    }
-  }
-  return scored;
-}
-
-// Teacher forcing: seq 9 fed prompt[j] at position j, forced to sample prompt[j + 1].
-std::vector<SequenceResult> ForceByDecode(const StepFn& execute, const std::vector<int32_t>& prompt) {
-  std::vector<SequenceResult> forced;
-  for (size_t j = 0; j + 1 < prompt.size(); ++j) {
-    SequencePlan seq = SeqStep(9, static_cast<int32_t>(j), {prompt[j]}, Iota(20, 10));
-    seq.sampling.logit_bias = {{prompt[j + 1], 1e30f}};
-    seq.sampling.num_logprobs = kNumLogprobs;
-    seq.sample_index = static_cast<uint32_t>(j);
-    const StepResult result = Run(execute, {seq});
-    EXPECT_TRUE(result.prompt_logprobs.empty());
-    forced.push_back(result.sequences.at(0));
-    EXPECT_EQ(forced.back().token_id, prompt[j + 1]) << "position " << j;
-  }
-  return forced;
-}
-
-void ExpectBitwiseEqual(const std::vector<PromptTokenLogprob>& scored, const std::vector<SequenceResult>& forced,
-                        const std::vector<int32_t>& prompt) {
-  ASSERT_EQ(scored.size(), prompt.size() - 1);
-  ASSERT_EQ(forced.size(), prompt.size() - 1);
-  for (size_t i = 0; i < scored.size(); ++i) {
-    EXPECT_EQ(scored[i].token_id, prompt[i + 1]) << "position " << i;
-    EXPECT_EQ(Bits(scored[i].logprob), Bits(forced[i].logprob))
-        << "position " << i << ": " << scored[i].logprob << " vs " << forced[i].logprob;
-    ASSERT_EQ(scored[i].top_logprobs.size(), static_cast<size_t>(kNumLogprobs));
-    for (int k = 0; k < kNumLogprobs; ++k) {
-      EXPECT_EQ(scored[i].top_logprobs[k].token_id, forced[i].top_logprobs[k].token_id) << "position " << i;
-      EXPECT_EQ(Bits(scored[i].top_logprobs[k].logprob), Bits(forced[i].top_logprobs[k].logprob)) << "position " << i;
-    }
-  }
-}
 
 struct RankRun {
   std::vector<PromptTokenLogprob> scored;
@@ -135,13 +43,13 @@ std::vector<RankRun> RunGroup(const ModelConfig& config, const WeightSource& wei
     auto created = ModelExecutor::Create(config, weights, &comm, options);
     CHECK(created.ok()) << created.status().ToString();
     std::unique_ptr<ModelExecutor> executor = std::move(created).value();
-    const StepFn execute = [&](const StepPlan& plan) {
-      auto result = executor->Execute(plan);
-      CHECK(result.ok()) << result.status().ToString();
-      return std::move(result).value();
-    };
-    runs[comm.rank()].scored = ScoreByPrefill(execute, prompt, chunk, config.vocab_size);
-    runs[comm.rank()].forced = ForceByDecode(execute, prompt);
+    const StepFunction execute = [&](const StepPlan& plan) { return executor->Execute(plan); };
+    auto scored = ScoreByPrefill(execute, prompt, chunk, config.vocab_size);
+    CHECK(scored.ok()) << scored.status().ToString();
+    runs[comm.rank()].scored = std::move(scored).value();
+    auto forced = ForceByDecode(execute, prompt);
+    CHECK(forced.ok()) << forced.status().ToString();
+    runs[comm.rank()].forced = std::move(forced).value();
   });
   return runs;
 }
@@ -150,7 +58,7 @@ void ExpectRanksAgree(const std::vector<RankRun>& runs) {
   for (size_t r = 1; r < runs.size(); ++r) {
     ASSERT_EQ(runs[r].scored.size(), runs[0].scored.size());
     for (size_t i = 0; i < runs[0].scored.size(); ++i) {
-      EXPECT_EQ(Bits(runs[r].scored[i].logprob), Bits(runs[0].scored[i].logprob)) << "rank " << r << " position " << i;
+      EXPECT_EQ(runs[r].scored[i].logprob, runs[0].scored[i].logprob) << "rank " << r << " position " << i;
     }
   }
 }
