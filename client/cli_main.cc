@@ -3,7 +3,7 @@
 //   tpserve generate [--server tcp://127.0.0.1:5555] (--prompt T | --prompt-ids 1,2,3 | --chat T)
 //       [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]
 //       [--repetition-penalty R] [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]
-//       [--print-ids] [--json] [--api-key K]
+//       [--print-ids] [--json] [--prompt-logprobs] [--api-key K]
 //   tpserve chat   [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]
 //   tpserve batch  [--server E] (--prompt T)... [--chat] [--max-tokens N] [...generate flags]
 //       all prompts as concurrent requests on one connection; prints each answer and throughput
@@ -12,7 +12,9 @@
 //
 // generate: text streams to stdout as it is final; --print-ids prints the generated ids
 // space-separated on one line (the output of `tpserve-run --print-ids`); --json prints one JSON
-// object per sample. Exit code 1 and the typed error on stderr when the server refuses.
+// object per sample. --prompt-logprobs then prints the logprob of every prompt token after the
+// first (and its top --logprobs alternatives), one line each ("prompt I ID LOGPROB [ID:LOGPROB]..."),
+// or with --json one object {"prompt_logprobs":[{"token_id","logprob","top"}...]}. Exit code 1 and the typed error on stderr when the server refuses.
 // Without --seed the server draws a fresh seed per request; each sample's summary line on stderr
 // and its JSON object ("seed") report it, and --seed with that value replays the request.
 #include <sys/wait.h>
@@ -51,8 +53,8 @@ const char kUsage[] =
     "                        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
     "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
     "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
-    "                        [--system S] [--print-ids] [--json] [--api-key K] [--keys DIR [--key-name N]]\n"
-    "                        [--timeout-s S (a reply's longest wait, default 60)]\n"
+    "                        [--system S] [--print-ids] [--json] [--prompt-logprobs] [--api-key K]\n"
+    "                        [--keys DIR [--key-name N]] [--timeout-s S (a reply's longest wait, default 60)]\n"
     "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
     "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
     "       tpserve health [--server E]\n"
@@ -161,6 +163,8 @@ StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
     } else if (arg == "--logprobs") {
       ASSIGN_OR_RETURN(double v, number());
       f.request.sampling.num_logprobs = static_cast<int32_t>(v);
+    } else if (arg == "--prompt-logprobs") {
+      f.request.prompt_logprobs = true;
     } else if (arg == "--no-stream") {
       f.request.stream = false;
     } else if (arg == "--print-ids") {
@@ -201,6 +205,39 @@ std::string JsonString(const std::string& s) {
 int Fail(const Status& status) {
   std::cerr << "tpserve: " << status.ToString() << "\n";
   return 1;
+}
+
+// The prompt's tokens and the logprob of each after the first (see the file comment for the format).
+void PrintPromptLogprobs(const proto::PromptLogprobs& prompt, bool json) {
+  const std::streamsize precision = std::cout.precision(9);  // a float's bits survive the round trip
+  if (json) std::cout << "{\"prompt_logprobs\":[";
+  for (size_t i = 0; i < prompt.token_ids.size(); ++i) {
+    const proto::TokenLogprobs* lp = i == 0 || i > prompt.logprobs.size() ? nullptr : &prompt.logprobs[i - 1];
+    if (json) {
+      std::cout << (i ? "," : "") << "{\"token_id\":" << prompt.token_ids[i] << ",\"logprob\":";
+      if (lp == nullptr) {
+        std::cout << "null,\"top\":[]}";
+        continue;
+      }
+      std::cout << lp->logprob << ",\"top\":[";
+      for (size_t k = 0; k < lp->top.size(); ++k) {
+        std::cout << (k ? "," : "") << "{\"token_id\":" << lp->top[k].token_id << ",\"logprob\":" << lp->top[k].logprob
+                  << "}";
+      }
+      std::cout << "]}";
+    } else {
+      std::cout << "prompt " << i << " " << prompt.token_ids[i] << " ";
+      if (lp == nullptr) {
+        std::cout << "-\n";
+        continue;
+      }
+      std::cout << lp->logprob;
+      for (const TokenLogprob& t : lp->top) std::cout << " " << t.token_id << ":" << t.logprob;
+      std::cout << "\n";
+    }
+  }
+  std::cout << (json ? "]}\n" : "") << std::flush;
+  std::cout.precision(precision);
 }
 
 int Generate(const CliFlags& flags) {
@@ -247,6 +284,7 @@ int Generate(const CliFlags& flags) {
                  finish.usage.cached_prompt_tokens, finish.usage.completion_tokens, finish.ttft_ms, finish.tpot_ms,
                  static_cast<unsigned long long>(finish.seed));
   }
+  if (result->has_prompt_logprobs) PrintPromptLogprobs(result->prompt_logprobs, flags.json);
   return 0;
 }
 

@@ -176,6 +176,10 @@ StatusOr<GenerateResult> Client::Generate(const proto::GenerateRequest& request,
         }
         result.finish[message.finish.sample_index] = message.finish;
         break;
+      case ServerMessageKind::kPromptLogprobs:
+        result.has_prompt_logprobs = true;
+        result.prompt_logprobs = std::move(message.prompt_logprobs);
+        break;
       case ServerMessageKind::kError:
         return StatusFromError(message.error);
       default:

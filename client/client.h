@@ -48,6 +48,10 @@ struct GenerateResult {
   std::vector<std::string> text;                // [n]
   std::vector<proto::Finish> finish;            // [n]
   std::vector<std::vector<proto::TokenLogprobs>> logprobs;  // [n][O_i] when asked
+  // With request.prompt_logprobs: the prompt as the model saw it and each token's logprob after
+  // the first (sent once per request, before its first chunk).
+  bool has_prompt_logprobs = false;
+  proto::PromptLogprobs prompt_logprobs;
 };
 
 // The Status a typed server error becomes: invalid_request → INVALID_ARGUMENT, prompt_too_long →

@@ -270,6 +270,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   }
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
+  schedule.prompt_logprobs = request.prompt_logprobs;
   const uint64_t seed = schedule.sampling.seed;
   const int32_t num_prompt_tokens = static_cast<int32_t>(schedule.prompt_ids.size());
   Status added = group->scheduler().Add(std::move(schedule));
