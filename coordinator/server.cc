@@ -5,6 +5,7 @@
 
 #include "comm/zmq_transport.h"
 #include "common/logging.h"
+#include "coordinator/tokenizer_requests.h"
 
 namespace tpserve {
 namespace {
@@ -148,9 +149,11 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
     }
     case proto::ClientMessageKind::kHeartbeat: break;
     case proto::ClientMessageKind::kMetrics:
+      Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
+      break;
     case proto::ClientMessageKind::kTokenize:
     case proto::ClientMessageKind::kDetokenize:
-      Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
+      SendToClient(client_id, AnswerTokenizerRequest(message, prompt_builder_, tokenizer_, options_.limits));
       break;
   }
 }
