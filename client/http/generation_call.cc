@@ -102,6 +102,11 @@ void GenerationCall::OnMessage(size_t prompt_index, const proto::ServerMessage& 
 
 void GenerationCall::MaybeComplete() {
   if (is_over_ || !assembler_->is_done() || num_pending_echo_ > 0) return;
+  if (request_.echo && request_.num_top_logprobs && !assembler_->has_prompt_logprobs()) {
+    // A coordinator without prompt logprobs ignores the field: say so rather than omit them.
+    return Fail({501, "internal_error", "the coordinator returned no prompt logprobs (echo with logprobs needs them)",
+                 "echo", "prompt_logprobs_unsupported", 0});
+  }
   is_over_ = true;
   if (!request_.stream) return session_->Reply(200, "application/json", assembler_->Body());
   if (const std::string tail = assembler_->Tail(); !tail.empty()) session_->SendEvent(SseEvent(tail));

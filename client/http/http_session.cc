@@ -72,6 +72,7 @@ void HttpSession::OnRequestRead(beast::error_code ec) {
     request_id_ = RequestIdOf(request_);
     keep_alive_ = false;
     is_replying_ = true;
+    is_lingering_close_ = true;
     ReplyError(BodyTooLarge(context_.options.max_body_bytes));
     return;
   }
@@ -196,10 +197,31 @@ void HttpSession::WriteNext() {
 }
 
 void HttpSession::FinishExchange() {
+  if (is_lingering_close_) return LingeringClose();
   if (!keep_alive_) return Close();
   if (!outbox_.empty()) return WriteNext();
   // The watch read, when posted, turns into the next request's read as data arrives.
   if (!is_watching_) ReadRequest();
+}
+
+void HttpSession::LingeringClose() {
+  constexpr size_t kMaxDiscardBytes = size_t{64} << 20;
+  beast::error_code ec;
+  stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  stream_.expires_after(std::chrono::seconds(5));
+  auto discard = std::make_shared<std::pair<std::vector<char>, size_t>>(std::vector<char>(64 * 1024), 0);
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [self = shared_from_this(), discard, read]() {
+    self->stream_.async_read_some(boost::asio::buffer(discard->first), [self, discard, read](beast::error_code ec, size_t n) {
+      discard->second += n;
+      if (ec || discard->second > kMaxDiscardBytes) {
+        *read = nullptr;  // breaks the cycle
+        return self->Close();
+      }
+      (*read)();
+    });
+  };
+  (*read)();
 }
 
 void HttpSession::Close() {

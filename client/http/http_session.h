@@ -56,6 +56,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void WriteNext();
   void FinishExchange();  // the reply is complete: next request or close
   void Close();
+  // After a reply sent before the whole request was read (413): stop sending, read and discard
+  // what the client still sends (bounded in bytes and time), then close, so the client reads the
+  // reply instead of failing its send on a reset connection.
+  void LingeringClose();
+  bool is_lingering_close_ = false;
   void SetCommonHeaders(boost::beast::http::response_header<>& header);
 
   boost::beast::tcp_stream stream_;

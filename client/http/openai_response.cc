@@ -120,6 +120,7 @@ std::vector<std::string> ResponseAssembler::OnMessage(size_t prompt_index, const
   switch (m.kind) {
     case proto::ServerMessageKind::kPromptLogprobs:
       prompt.prompt_logprobs = m.prompt_logprobs;
+      prompt.has_prompt_logprobs = true;
       break;
     case proto::ServerMessageKind::kChunk: {
       if (m.chunk.sample_index >= request_.n || request_.discard_output) break;
@@ -159,6 +160,13 @@ std::vector<std::string> ResponseAssembler::OnMessage(size_t prompt_index, const
       break;
   }
   return out;
+}
+
+bool ResponseAssembler::has_prompt_logprobs() const {
+  for (const Prompt& prompt : prompts_) {
+    if (!prompt.has_prompt_logprobs) return false;
+  }
+  return true;
 }
 
 std::string ResponseAssembler::Body() const {

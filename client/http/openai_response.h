@@ -35,6 +35,8 @@ class ResponseAssembler {
   std::vector<std::string> OnMessage(size_t prompt_index, const proto::ServerMessage& message);
 
   bool is_done() const { return num_finished_ == choices_.size(); }
+  // Whether every prompt's promptLogprobs arrived (what echo with logprobs needs).
+  bool has_prompt_logprobs() const;
   // REQUIRES: is_done(). The whole reply (non-streamed requests).
   std::string Body() const;
   // REQUIRES: is_done(). The usage payload, or "" when the client did not ask for it.
@@ -52,6 +54,7 @@ class ResponseAssembler {
   struct Prompt {
     std::string echo_text;
     proto::PromptLogprobs prompt_logprobs;
+    bool has_prompt_logprobs = false;
     proto::Usage usage;  // of sample 0 (prompt tokens, cached tokens); completion tokens summed
     uint32_t completion_tokens = 0;
     uint64_t seed = 0;

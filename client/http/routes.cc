@@ -66,17 +66,17 @@ void Detokenize(const std::shared_ptr<HttpSession>& session) {
 std::string GatewayMetrics(const GatewayContext& context, bool is_coordinator_up) {
   const GatewayCounters& c = context.counters;
   std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+  auto metric = [&](const char* name, const char* type, const char* help, int64_t value) {
     out += std::string("# HELP tpserve:http_") + name + " " + help + "\n# TYPE tpserve:http_" + name + " " + type +
            "\ntpserve:http_" + name + " " + std::to_string(value) + "\n";
   };
-  metric("open_connections", "gauge", "HTTP connections open on this gateway.", double(c.open_connections.load()));
-  metric("active_generations", "gauge", "Completion requests in flight on this gateway.", double(c.active_generations.load()));
-  metric("requests_total", "counter", "HTTP requests received by this gateway.", double(c.requests_total.load()));
+  metric("open_connections", "gauge", "HTTP connections open on this gateway.", c.open_connections.load());
+  metric("active_generations", "gauge", "Completion requests in flight on this gateway.", c.active_generations.load());
+  metric("requests_total", "counter", "HTTP requests received by this gateway.", int64_t(c.requests_total.load()));
   metric("client_disconnects_total", "counter", "Clients gone before their reply was complete.",
-         double(c.client_disconnects_total.load()));
+         int64_t(c.client_disconnects_total.load()));
   metric("coordinator_up", "gauge", "1 when the coordinator answered this scrape's metrics request.",
-         is_coordinator_up ? 1.0 : 0.0);
+         is_coordinator_up ? 1 : 0);
   return out;
 }
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def http_ready(url: str) -> bool:
+    """Whether the gateway at `url` answers GET /health with 200 (a worker group serves)."""
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as reply:
+            return reply.status == 200
+    except OSError:  # refused while it starts, or 503 (HTTPError is an OSError)
+        return False
 
 
 @dataclass
@@ -63,12 +73,26 @@ def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: flo
         if process.poll() is not None:
             raise RuntimeError(f"tpserve serve exited with {process.returncode} before it was ready")
         probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint], capture_output=True, timeout=30)
-        if probe.returncode == 0:
+        if probe.returncode == 0 and (not http or http_ready(http_url)):
             return server
         if time.monotonic() > deadline:
             server.stop()
             raise RuntimeError("tpserve serve was not healthy in time")
         time.sleep(0.2)
+
+
+def assert_no_process_left(server: Server) -> None:
+    """Every process `tpserve serve` started (its session: coordinator, mpirun, ranks, gateway) is gone."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            os.killpg(server.process.pid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            os.killpg(server.process.pid, signal.SIGKILL)
+            raise AssertionError("processes of tpserve serve were left running after it exited")
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
@@ -77,3 +101,4 @@ def server():
     s = start_server()
     yield s
     assert s.stop() == 0
+    assert_no_process_left(s)
