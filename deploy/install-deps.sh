@@ -10,6 +10,7 @@ packages=(
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps
+  libboost-dev nlohmann-json3-dev libcli11-dev
 )
 
 missing=()

@@ -68,11 +68,13 @@ def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: flo
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     process = subprocess.Popen(args, env=env, start_new_session=True)
     server = Server(f"tcp://127.0.0.1:{port}", http_url, process)
+    key_flags = ["--api-key", flags[flags.index("--api-key") + 1]] if "--api-key" in flags else []
     deadline = time.monotonic() + ready_timeout
     while True:  # readiness: poll `tpserve health` (a bounded wait on a condition, not a sleep)
         if process.poll() is not None:
             raise RuntimeError(f"tpserve serve exited with {process.returncode} before it was ready")
-        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint], capture_output=True, timeout=30)
+        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint, *key_flags], capture_output=True,
+                               timeout=30)
         if probe.returncode == 0 and (not http or http_ready(http_url)):
             return server
         if time.monotonic() > deadline:
