@@ -42,6 +42,7 @@ GenerationCall::GenerationCall(std::shared_ptr<HttpSession> session, OpenAiReque
 GenerationCall::~GenerationCall() { session_->context().counters.active_generations.fetch_sub(1); }
 
 void GenerationCall::Prepare() {
+  if (is_over_) return;  // the client left while the prompt was being tokenized
   auto self = shared_from_this();
   if (request_.endpoint == Endpoint::kChatCompletions && !request_.has_max_tokens) {
     request_.has_max_tokens = true;
