@@ -57,6 +57,8 @@ void HttpSession::Start() {
 }
 
 void HttpSession::ReadRequest() {
+  if (is_reading_request_ || is_watching_ || is_closed_) return;
+  is_reading_request_ = true;
   parser_.emplace();
   parser_->body_limit(context_.options.max_body_bytes);
   parser_->header_limit(64 * 1024);
@@ -66,6 +68,7 @@ void HttpSession::ReadRequest() {
 }
 
 void HttpSession::OnRequestRead(beast::error_code ec) {
+  is_reading_request_ = false;
   if (ec == bhttp::error::body_limit) {
     // The header was read: answer 413, then close (the rest of the body is not read).
     request_ = parser_->get();
@@ -89,7 +92,7 @@ void HttpSession::OnRequestRead(beast::error_code ec) {
 }
 
 void HttpSession::WatchSocket() {
-  if (is_watching_ || is_closed_) return;
+  if (is_watching_ || is_reading_request_ || is_closed_) return;
   is_watching_ = true;
   stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
     self->is_watching_ = false;
@@ -200,8 +203,9 @@ void HttpSession::FinishExchange() {
   if (is_lingering_close_) return LingeringClose();
   if (!keep_alive_) return Close();
   if (!outbox_.empty()) return WriteNext();
-  // The watch read, when posted, turns into the next request's read as data arrives.
-  if (!is_watching_) ReadRequest();
+  // The watch read, when posted, turns into the next request's read as data arrives; it may
+  // have done so already (its completion can run before this write's).
+  ReadRequest();
 }
 
 void HttpSession::LingeringClose() {

@@ -73,6 +73,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool is_replying_ = false;      // a request is being answered
   bool is_streaming_ = false;
   bool is_watching_ = false;      // the watch read is posted
+  bool is_reading_request_ = false;  // the request read is posted (never both: one read at a time)
   bool is_closed_ = false;
   std::function<void()> on_disconnect_;
   std::deque<std::pair<std::string, bool>> outbox_;  // (bytes, ends the reply)
