@@ -29,6 +29,8 @@ struct ServeFlags {
   std::string host = "127.0.0.1";
   int port = 5555;
   int worker_port = 5556;
+  int http_port = 0;                     // 0: no HTTP gateway
+  std::vector<std::string> http_args;    // passed through to tpserve-http
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
 };
@@ -39,8 +41,10 @@ const char kServeUsage[] =
     "                     [--device cpu|cuda]                                    (to tpserve-worker)\n"
     "                     [--poll US]                                            (to tpserve-worker)\n"
     "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
-    "                     [--no-prefix-cache] [--insecure]                       (to the coordinator)\n"
-    "                     [--keys DIR]                   (CURVE: coordinator and workers, `tpserve keys init`)\n";
+    "                     [--no-prefix-cache] [--insecure] [--max-queue N]       (to the coordinator)\n"
+    "                     [--keys DIR]                   (CURVE: coordinator and workers, `tpserve keys init`)\n"
+    "                     [--metrics-port P] [--metrics-host H]                  (to the coordinator)\n"
+    "                     [--http-port P [--served-model-name NAME]]             (tpserve-http, the OpenAI API)\n";
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -95,6 +99,10 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
       f->port = std::atoi(value.c_str());
     } else if (arg == "--worker-port") {
       f->worker_port = std::atoi(value.c_str());
+    } else if (arg == "--http-port") {
+      f->http_port = std::atoi(value.c_str());
+    } else if (arg == "--served-model-name") {
+      f->http_args.insert(f->http_args.end(), {arg, value});
     } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
                arg == "--device") {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
@@ -102,14 +110,17 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
     } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
-               arg == "--max-model-len" || arg == "--metrics-port" || arg == "--metrics-host") {
+               arg == "--max-model-len" || arg == "--metrics-port" || arg == "--metrics-host" ||
+               arg == "--max-queue") {
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
+      // The gateway accepts the same keys from HTTP clients and sends the first to the coordinator.
+      if (arg == "--api-key") f->http_args.insert(f->http_args.end(), {arg, value});
     } else {
       std::cerr << "tpserve serve: unknown flag " << arg << "\n";
       return false;
     }
   }
-  if (f->model.empty() || f->tp < 1 || f->port <= 0 || f->worker_port <= 0) {
+  if (f->model.empty() || f->tp < 1 || f->port <= 0 || f->worker_port <= 0 || f->http_port < 0) {
     std::cerr << "tpserve serve: --model is required; --tp, ports must be positive\n";
     return false;
   }
@@ -163,12 +174,29 @@ int RunServeCommand(int argc, char** argv) {
     return 1;
   }
 
-  int exit_code = 0;
-  bool drain_sent = false;
+  // The gateway is a child process like the others (not a thread of this supervisor): the same
+  // binary as a standalone gateway, and a crash in it cannot take the supervisor down.
+  pid_t http_pid = -1;
+  if (flags.http_port > 0) {
+    const bool is_wildcard = flags.host == "0.0.0.0" || flags.host == "*";
+    std::vector<std::string> http = {FindBinary("TPSERVE_HTTP", "tpserve-http", "client/http"),
+                                     "--coordinator", "tcp://" + (is_wildcard ? std::string("127.0.0.1") : flags.host) +
+                                                          ":" + std::to_string(flags.port),
+                                     "--host", flags.host, "--port", std::to_string(flags.http_port)};
+    http.insert(http.end(), flags.http_args.begin(), flags.http_args.end());
+    std::cerr << "tpserve serve: " << Join(http) << "\n";
+    http_pid = Spawn(http);
+    if (http_pid < 0) std::cerr << "tpserve serve: cannot start " << http[0] << "\n";
+  }
+  bool http_stop_sent = false;
+
+  int exit_code = http_pid < 0 && flags.http_port > 0 ? 1 : 0;
+  bool drain_sent = http_pid < 0 && flags.http_port > 0;
+  if (drain_sent) kill(coordinator_pid, SIGTERM);
   int coordinator_status = 0;
   auto coordinator_exit_time = std::chrono::steady_clock::time_point::max();
   // Supervise: poll both children (a supervisor's tick, not a synchronisation).
-  while (coordinator_pid > 0 || workers_pid > 0) {
+  while (coordinator_pid > 0 || workers_pid > 0 || http_pid > 0) {
     if (g_stop_requested && !drain_sent && coordinator_pid > 0) {
       std::cerr << "tpserve serve: draining\n";
       kill(coordinator_pid, SIGTERM);
@@ -189,6 +217,20 @@ int RunServeCommand(int argc, char** argv) {
         if (!drain_sent) kill(coordinator_pid, SIGTERM);
         drain_sent = true;
       }
+    }
+    if (http_pid > 0 && waitpid(http_pid, &status, WNOHANG) == http_pid) {
+      http_pid = -1;
+      if (coordinator_pid > 0 && !http_stop_sent) {
+        std::cerr << "tpserve serve: the HTTP gateway exited; draining the coordinator\n";
+        exit_code = 1;
+        if (!drain_sent) kill(coordinator_pid, SIGTERM);
+        drain_sent = true;
+      }
+    }
+    // The gateway serves until the coordinator is gone (drained requests finish streaming).
+    if (coordinator_pid < 0 && http_pid > 0 && !http_stop_sent) {
+      kill(http_pid, SIGTERM);
+      http_stop_sent = true;
     }
     // The coordinator sends Shutdown to the group on exit; give it time, then insist.
     if (coordinator_pid < 0 && workers_pid > 0 &&

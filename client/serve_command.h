@@ -1,11 +1,14 @@
-// `tpserve serve`: runs a one-host cluster — `tpserve-coordinator` and
-// `mpirun -np TP tpserve-worker` pointed at it — as child processes, with laptop defaults
+// `tpserve serve`: runs a one-host cluster — `tpserve-coordinator`,
+// `mpirun -np TP tpserve-worker` pointed at it and, with --http-port, the OpenAI gateway
+// `tpserve-http` — as child processes, with laptop defaults
 // (oversubscribe, allow-run-as-root, yield when idle, loopback only). SIGTERM/SIGINT drains the
 // coordinator (running requests finish), which then shuts the worker group down; exit code 0.
 // If the worker group dies on its own, the coordinator is drained too and the exit code is 1.
 //
 // The binaries are found beside this executable or in the build tree's sibling folders
-// (../coordinator, ../worker); $TPSERVE_COORDINATOR, $TPSERVE_WORKER and $TPSERVE_MPIRUN override.
+// (../coordinator, ../worker, ./http); $TPSERVE_COORDINATOR, $TPSERVE_WORKER, $TPSERVE_HTTP and
+// $TPSERVE_MPIRUN override. The gateway stops (SIGTERM) once the coordinator has exited; if it
+// dies on its own, the coordinator is drained and the exit code is 1.
 #pragma once
 
 namespace tpserve {

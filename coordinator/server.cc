@@ -8,6 +8,7 @@
 
 #include "comm/zmq_transport.h"
 #include "common/logging.h"
+#include "coordinator/tokenizer_requests.h"
 
 namespace tpserve {
 namespace {
@@ -204,7 +205,7 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
     }
     case proto::ClientMessageKind::kTokenize:
     case proto::ClientMessageKind::kDetokenize:
-      Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
+      SendToClient(client_id, AnswerTokenizerRequest(message, prompt_builder_, tokenizer_, options_.limits));
       break;
   }
 }

@@ -11,6 +11,7 @@ packages=(
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps tcpdump
+  libboost-dev nlohmann-json3-dev libcli11-dev
 )
 
 missing=()

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def http_ready(url: str) -> bool:
+    """Whether the gateway at `url` answers GET /health with 200 (a worker group serves)."""
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as reply:
+            return reply.status == 200
+    except OSError:  # refused while it starts, or 503 (HTTPError is an OSError)
+        return False
 
 
 @dataclass
@@ -60,18 +70,33 @@ def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: flo
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     process = subprocess.Popen(args, env=env, start_new_session=True)
     server = Server(f"tcp://127.0.0.1:{port}", http_url, process)
+    key_flags = ["--api-key", flags[flags.index("--api-key") + 1]] if "--api-key" in flags else []
     deadline = time.monotonic() + ready_timeout
     while True:  # readiness: poll `tpserve health` (a bounded wait on a condition, not a sleep)
         if process.poll() is not None:
             raise RuntimeError(f"tpserve serve exited with {process.returncode} before it was ready")
-        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint, "--timeout-s", "5", *client_flags],
-                               capture_output=True, timeout=30)
-        if probe.returncode == 0:
+        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint, "--timeout-s", "5", *key_flags,
+                                *client_flags], capture_output=True, timeout=30)
+        if probe.returncode == 0 and (not http or http_ready(http_url)):
             return server
         if time.monotonic() > deadline:
             server.stop()
             raise RuntimeError("tpserve serve was not healthy in time")
         time.sleep(0.2)
+
+
+def assert_no_process_left(server: Server) -> None:
+    """Every process `tpserve serve` started (its session: coordinator, mpirun, ranks, gateway) is gone."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            os.killpg(server.process.pid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            os.killpg(server.process.pid, signal.SIGKILL)
+            raise AssertionError("processes of tpserve serve were left running after it exited")
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
@@ -80,3 +105,4 @@ def server():
     s = start_server()
     yield s
     assert s.stop() == 0
+    assert_no_process_left(s)
