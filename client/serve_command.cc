@@ -106,9 +106,10 @@ bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
     } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
                arg == "--device") {
       f->worker_args.insert(f->worker_args.end(), {arg, value});
-    } else if (arg == "--keys") {  // both sides: the coordinator's pair, the group's workers/default pair
+    } else if (arg == "--keys") {  // every side: coordinator pair, workers/default, the gateway's clients/default
       f->worker_args.insert(f->worker_args.end(), {arg, value});
       f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
+      f->http_args.insert(f->http_args.end(), {arg, value});
     } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
                arg == "--max-model-len" || arg == "--metrics-port" || arg == "--metrics-host" ||
                arg == "--max-queue") {

@@ -1,5 +1,7 @@
 #include "client/http/coordinator_link.h"
 
+#include "comm/curve_keys.h"
+
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@ StatusOr<std::unique_ptr<CoordinatorLink>> CoordinatorLink::Start(const Coordina
   // is deep enough for thousands of streams' bursts.
   socket_options.send_hwm = 100000;
   socket_options.recv_hwm = 1000000;
+  RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "clients", options.key_name, &socket_options));
   ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
                    ZmqSocket::Connect(*context, zmq::socket_type::dealer, options.endpoint, socket_options));
   const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -43,6 +43,8 @@ namespace tpserve::http {
 struct CoordinatorLinkOptions {
   std::string endpoint = "tcp://127.0.0.1:5555";
   std::string api_key;  // sent with every message (the coordinator's --api-key)
+  std::string keys_dir;  // CURVE key directory ("": plain TCP), a client key pair like the CLI's
+  std::string key_name;
   std::chrono::milliseconds probe_interval{1000};
   // A coordinator silent this long (no reply, not even to the probes) is taken for gone: every
   // routed request gets an `unavailable` error, so no HTTP client waits forever.

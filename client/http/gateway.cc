@@ -25,6 +25,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   CoordinatorLinkOptions link_options;
   link_options.endpoint = options.coordinator;
   link_options.api_key = options.coordinator_api_key;
+  link_options.keys_dir = options.keys_dir;
+  link_options.key_name = options.key_name;
   ASSIGN_OR_RETURN(gateway->link_, CoordinatorLink::Start(link_options));
   gateway->context_.link = gateway->link_.get();
 

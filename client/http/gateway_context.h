@@ -17,6 +17,8 @@ struct GatewayOptions {
   int port = 8000;                           // 0: an ephemeral port (tests)
   std::string coordinator = "tcp://127.0.0.1:5555";
   std::string coordinator_api_key;           // sent to the coordinator ("" when it has no keys)
+  std::string keys_dir;                      // CURVE to the coordinator: DIR/coordinator.pub, DIR/clients/<key_name>.key
+  std::string key_name;
   std::vector<std::string> api_keys;         // accepted Bearer keys on /v1 routes (empty: no auth)
   std::string served_model_name;             // "" : the coordinator's model name
   size_t max_body_bytes = size_t{4} << 20;   // larger bodies get 413

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", options.api_keys, "accepted Bearer key on /v1 routes (repeat for several)");
   app.add_option("--coordinator-api-key", options.coordinator_api_key,
                  "key sent to the coordinator (default: the first --api-key)");
+  app.add_option("--keys", options.keys_dir, "CURVE key directory (tpserve keys init): coordinator.pub, clients/NAME.key");
+  app.add_option("--key-name", options.key_name, "which clients/NAME.key (default: the only one, or default)");
   app.add_option("--served-model-name", options.served_model_name, "model name in replies (default: the coordinator's)");
   app.add_option("--threads", options.num_threads, "I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--max-body-bytes", options.max_body_bytes, "largest request body (413 beyond)")->capture_default_str();

@@ -5,12 +5,14 @@ encrypted), the `tpserve` CLI as client, and tcpdump on the loopback interface.
 - the captured traffic holds no prompt text with CURVE on, and does hold it without (so the capture works);
 - a coordinator asked to listen beyond loopback without keys refuses to start and says how to make them.
 """
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -63,7 +65,7 @@ def captured(port, action):
 def test_curve_serves_listed_keys_encrypts_and_refuses_strangers(tmp_path):
     good = keys(tmp_path, "keys")
     stranger = keys(tmp_path, "stranger")
-    server = start_server("--keys", good, http=False, client_flags=("--keys", good))
+    server = start_server("--keys", good, client_flags=("--keys", good))
     try:
         port = server.endpoint.rsplit(":", 1)[1]
         result, data = captured(port, lambda: generate(server, "--keys", good))
@@ -80,8 +82,13 @@ def test_curve_serves_listed_keys_encrypts_and_refuses_strangers(tmp_path):
         shutil.copy(os.path.join(stranger, "clients", "default.key"), mixed / "clients" / "default.key")
         unlisted = generate(server, "--keys", str(mixed), timeout_s="3")
         assert unlisted.returncode != 0 and "DEADLINE_EXCEEDED" in unlisted.stderr, unlisted.stderr
-        # The listed client is still served.
+        # The listed client is still served, and so is the OpenAI gateway (a CURVE client of the coordinator).
         assert generate(server, "--keys", good).returncode == 0
+        request = urllib.request.Request(server.http_url + "/v1/completions", method="POST",
+                                         data=json.dumps({"prompt": "Hello", "max_tokens": 3}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            assert json.loads(reply.read())["usage"]["completion_tokens"] == 3
     finally:
         assert server.stop() == 0
 
