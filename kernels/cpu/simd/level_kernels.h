@@ -1,0 +1,21 @@
+// Internal to kernels/cpu/simd: the functions every level defines in its own namespace
+// (TPSERVE_ISA_NS = isa_portable, isa_avx2 or isa_avx512), gathered by kernel_table.cc into
+// that level's IsaKernels (kernels/cpu/isa_kernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+const TileTable<float>& FloatTiles(DType type);              // matmul_float.cc
+const TileTable<int64_t>& FixedPointFloatTiles(DType type);  // matmul_float.cc
+const TileTable<float>& QuantTiles(DType type);              // matmul_quant.cc
+const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // matmul_quant.cc
+void QuantizeActivationRow(const float* x, int64_t n, BlockQ8Act* dst);  // quantize_activations.cc
+float Dot(const float* a, const float* b, int64_t n);                    // canonical_dot.cc
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS
