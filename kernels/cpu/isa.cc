@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/logging.h"
 
 namespace tpserve {
 namespace {
@@ -82,7 +83,12 @@ StatusOr<Isa> InitIsa() {
   const int active = g_active.load();
   if (active >= 0) return static_cast<Isa>(active);
   StatusOr<Isa> isa = IsaFromSetting(std::getenv("TPSERVE_ISA"));
-  if (isa.ok()) g_active.store(static_cast<int>(*isa));
+  if (isa.ok()) {
+    g_active.store(static_cast<int>(*isa));
+    const char* setting = std::getenv("TPSERVE_ISA");
+    LOG(INFO) << "CPU kernels: " << IsaName(*isa)
+              << (setting != nullptr && *setting != '\0' ? " (TPSERVE_ISA)" : " (the best this CPU and build run)");
+  }
   return isa;
 }
 

@@ -24,8 +24,8 @@ Isa BestIsa();                 // the fastest level that is both compiled in and
 // InvalidArgument for an unknown name or a level this CPU or build cannot run.
 StatusOr<Isa> IsaFromSetting(const char* value);
 
-// Chooses the level from TPSERVE_ISA once; later calls return the same answer. Mains call it at
-// startup to report a bad setting as an error and log the level chosen.
+// Chooses the level from TPSERVE_ISA once and logs it; later calls return the same answer. Mains
+// call it at startup so that a bad setting is reported as an error.
 StatusOr<Isa> InitIsa();
 
 // The level in use. The first call chooses it as InitIsa does; a bad TPSERVE_ISA then ends the
