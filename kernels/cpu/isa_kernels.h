@@ -21,7 +21,9 @@ struct IsaKernels {
   const TileTable<int64_t>& (*fixed_point_float_tiles)(DType);  // as float_tiles, fixed-point output
   const TileTable<int64_t>& (*fixed_point_quant_tiles)(DType);  // as quant_tiles, fixed-point output
   void (*quantize_activation_row)(const float* x, int64_t n, BlockQ8Act* dst);  // QuantizeActivationRow
-  float (*dot)(const float* a, const float* b, int64_t n);       // Σ a[i]·b[i], the 16-lane order (canonical_dot.cc)
+  // out[r] = Σ_i q[i]·k[r·k_stride + i] over i < n, for r < num_rows, each in the 16-lane order
+  // (canonical_dot.cc).
+  void (*dot_rows)(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out);
 };
 
 namespace isa_portable {

@@ -18,10 +18,10 @@ inline void Axpy(float w, const float* v, int64_t n, float* out) {
 }
 
 // One (token, head): two passes over the keys 0..p in position order.
-// Scores q·k in the canonical 16-lane order of the active level's Dot (kernels/cpu/simd/canonical_dot.cc),
+// Scores q·k in the canonical 16-lane order of the active level's dot_rows (kernels/cpu/simd/canonical_dot.cc),
 // softmax with PortableExpF in position order, values accumulated element-wise in position order.
 void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<float>* scores) {
-  const auto dot = internal::ActiveKernels().dot;
+  const auto dot_rows = internal::ActiveKernels().dot_rows;
   const int64_t D = a.head_dim, bs = a.block_size;
   const int64_t kvh = a.kv_head_of_q[h];
   const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;
@@ -36,8 +36,14 @@ void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<fl
   if (static_cast<int64_t>(scores->size()) < num_keys) scores->resize(num_keys);
   float* s = scores->data();
   float max = -INFINITY;
+  // A block's positions are contiguous in the cache (stride Hkv · D): one dot_rows call per block.
+  for (int64_t j = 0; j < num_keys;) {
+    const int64_t rows = std::min(bs - j % bs, num_keys - j);
+    dot_rows(q, a.k_cache + offset(j), a.num_kv_heads * D, rows, D, s + j);
+    j += rows;
+  }
   for (int64_t j = 0; j < num_keys; ++j) {
-    s[j] = dot(q, a.k_cache + offset(j), D) * a.scale;
+    s[j] *= a.scale;
     max = std::fmax(max, s[j]);
   }
   float sum = 0.0f;

@@ -122,22 +122,23 @@ TEST_P(IsaEqualityTest, QuantizeActivationsEqualsPortableBitwise) {
   ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(BlockQ8Act)), 0);
 }
 
-// Paged attention's q·k for every length up to 80 (head dims 64 and 80 and all their tails).
-TEST_P(IsaEqualityTest, DotEqualsPortableBitwise) {
+// Paged attention's q·k for every length up to 80 (head dims 64 and 80 and all their tails), over
+// three key rows at a stride.
+TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  const auto want_fn = internal::KernelsFor(Isa::kPortable).dot;
-  const auto got_fn = internal::KernelsFor(GetParam()).dot;
+  const auto want_fn = internal::KernelsFor(Isa::kPortable).dot_rows;
+  const auto got_fn = internal::KernelsFor(GetParam()).dot_rows;
   for (int64_t n = 0; n <= 80; ++n) {
     for (int rep = 0; rep < 20; ++rep) {
-      std::vector<float> a(n), b(n);
-      for (int64_t i = 0; i < n; ++i) {
-        a[i] = dist(rng);
-        b[i] = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
-      }
-      const float want = want_fn(a.data(), b.data(), n);
-      const float got = got_fn(a.data(), b.data(), n);
-      ASSERT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << "n " << n << ": " << want << " vs " << got;
+      const int64_t stride = n + 3;
+      std::vector<float> q(n), k(3 * stride);
+      for (float& v : q) v = dist(rng);
+      for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
+      float want[3], got[3];
+      want_fn(q.data(), k.data(), stride, 3, n, want);
+      got_fn(q.data(), k.data(), stride, 3, n, got);
+      ASSERT_EQ(std::memcmp(want, got, sizeof(want)), 0) << "n " << n << ": " << want[0] << " vs " << got[0];
     }
   }
 }

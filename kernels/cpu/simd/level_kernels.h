@@ -16,6 +16,7 @@ const TileTable<int64_t>& FixedPointFloatTiles(DType type);  // matmul_float.cc
 const TileTable<float>& QuantTiles(DType type);              // matmul_quant.cc
 const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // matmul_quant.cc
 void QuantizeActivationRow(const float* x, int64_t n, BlockQ8Act* dst);  // quantize_activations.cc
-float Dot(const float* a, const float* b, int64_t n);                    // canonical_dot.cc
+void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n,
+             float* out);  // canonical_dot.cc
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
