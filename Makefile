@@ -22,9 +22,11 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Sanitizer build: debug info, -O1, ASan+UBSan; CUDA is compile-checked by the release build.
+# It is also the portable build (baseline x86-64, no SIMD dispatch: the scalar canonical kernels
+# only), so make test checks that the scalar code alone reproduces the goldens.
 build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-	  -DTPSERVE_SANITIZE=ON -DTPSERVE_CUDA=OFF $(CMAKE_FLAGS)
+	  -DTPSERVE_SANITIZE=ON -DTPSERVE_CUDA=OFF -DTPSERVE_NATIVE=OFF -DTPSERVE_DISPATCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # libFuzzer targets (tests/fuzz): clang, every parser library instrumented, ASan+UBSan.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/portable_math.h"
+
 namespace tpserve {
 namespace {
 
@@ -50,6 +52,6 @@ void CounterBitsForRange(uint64_t seed, uint32_t sample_index, int32_t first_tok
 
 double UniformFromBits(uint64_t bits) { return (static_cast<double>(bits) + 0.5) * 0x1p-52; }
 
-double GumbelFromBits(uint64_t bits) { return -std::log(-std::log(UniformFromBits(bits))); }
+double GumbelFromBits(uint64_t bits) { return -PortableLog(-PortableLog(UniformFromBits(bits))); }
 
 }  // namespace tpserve

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "kernels/cpu/isa.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "model/chat_format.h"
@@ -220,6 +221,7 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
 }
 
 Status Run(const RunFlags& flags) {
+  RETURN_IF_ERROR(InitIsa().status());
   ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
   ExecutorOptions options;
   options.num_threads = flags.threads;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/portable_math.h"
 #include "worker/counter_rng.h"
 #include "worker/sampling_weight.h"
 #include "worker/sum_exp.h"
@@ -161,7 +162,7 @@ void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector
     CHECK_EQ(in.position(), per_rank);
   }
   for (size_t s = 0; s < rows.size(); ++s) {
-    rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + std::log(raw_sums[s]);  // sum >= 1: the max's term
+    rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + PortableLog(raw_sums[s]);  // sum >= 1: the max's term
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/check.h"
+#include "kernels/cpu/portable_math.h"
 #include "worker/float_packing.h"
 
 namespace tpserve {
@@ -17,7 +18,7 @@ namespace tpserve {
 inline uint128 SamplingWeight(float x, float m) {
   const double d = static_cast<double>(x) - static_cast<double>(m);
   if (!(d > -46.0)) return 0;  // exp(-46) * 2^64 < 0.2 floors to 0; also catches x = -inf
-  const double scaled = std::exp(d) * 0x1p64;  // exact: a power-of-two scaling of a normal number
+  const double scaled = PortableExp(d) * 0x1p64;  // exact: a power-of-two scaling of a normal number
   if (scaled >= 0x1p64) return static_cast<uint128>(1) << 64;  // exp(0) = 1 (x = m)
   return static_cast<uint64_t>(scaled);  // floor; a 64-bit conversion is far cheaper than a 128-bit one
 }

@@ -15,6 +15,7 @@
 
 #include "comm/model_fingerprint.h"
 #include "common/logging.h"
+#include "kernels/cpu/isa.h"
 #include "model/model_file.h"
 #include "worker/device_executor.h"
 #include "worker/group_launch.h"
@@ -104,6 +105,7 @@ StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
 }
 
 Status Serve(const WorkerFlags& flags) {
+  RETURN_IF_ERROR(InitIsa().status());
   RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
   ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/quantize_activations.h"
 
@@ -83,8 +84,10 @@ template void RunMatMul<int64_t>(const TileTable<int64_t>&, const WeightMatrix&,
 }  // namespace internal
 
 void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool) {
-  const internal::TileTable<float>& table =
-      IsQuantized(w.type) ? internal::QuantTiles(w.type) : internal::FloatTiles(w.type);
+  CHECK(IsQuantized(w.type) || w.type == DType::kF32 || w.type == DType::kF16 || w.type == DType::kBF16)
+      << "no matmul for " << DTypeName(w.type);
+  const internal::IsaKernels& kernels = internal::ActiveKernels();
+  const internal::TileTable<float>& table = IsQuantized(w.type) ? kernels.quant_tiles(w.type) : kernels.float_tiles(w.type);
   internal::RunMatMul(table, w, x, num_tokens, y, pool);
 }
 

@@ -1,13 +1,18 @@
 #include "kernels/cpu/matmul_fixed_point.h"
 
+#include "common/check.h"
+#include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/matmul_tile.h"
 
 namespace tpserve {
 
 void MatMulFixedPoint(const WeightMatrix& w, const float* x, int64_t num_tokens, int64_t* y_fixed,
                       ThreadPool* pool) {
+  CHECK(IsQuantized(w.type) || w.type == DType::kF32 || w.type == DType::kF16 || w.type == DType::kBF16)
+      << "no matmul for " << DTypeName(w.type);
+  const internal::IsaKernels& kernels = internal::ActiveKernels();
   const internal::TileTable<int64_t>& table =
-      IsQuantized(w.type) ? internal::FixedPointQuantTiles(w.type) : internal::FixedPointFloatTiles(w.type);
+      IsQuantized(w.type) ? kernels.fixed_point_quant_tiles(w.type) : kernels.fixed_point_float_tiles(w.type);
   internal::RunMatMul(table, w, x, num_tokens, y_fixed, pool);
 }
 

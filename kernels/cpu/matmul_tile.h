@@ -42,9 +42,6 @@ template <class Out>
 void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* x, int64_t num_tokens, Out* y,
                ThreadPool* pool);
 
-const TileTable<float>& FloatTiles(DType type);      // F32, F16, BF16 weights × f32 activations
-const TileTable<float>& QuantTiles(DType type);      // Q8_0, Q4_0, Q4_1 weights × BlockQ8Act activations
-const TileTable<int64_t>& FixedPointFloatTiles(DType type);  // as FloatTiles, fixed-point output
-const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // as QuantTiles, fixed-point output
+// The tile tables of each instruction-set level: IsaKernels (kernels/cpu/isa_kernels.h).
 
 }  // namespace tpserve::internal

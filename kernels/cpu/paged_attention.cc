@@ -6,42 +6,11 @@
 #include <vector>
 
 #include "common/check.h"
-
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/portable_math.h"
 
 namespace tpserve {
 namespace {
-
-// Dot product of two [n] vectors in a fixed order (16 lanes, then a fixed tree).
-inline float Dot(const float* a, const float* b, int64_t n) {
-#if defined(__AVX512F__)
-  __m512 acc = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
-#elif defined(__AVX2__) && defined(__FMA__)
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  if (i < n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), lane);
-    acc = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), acc);
-  }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-#else
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
-#endif
-}
 
 // out[n] += w * v[n], each element on its own.
 inline void Axpy(float w, const float* v, int64_t n, float* out) {
@@ -49,7 +18,10 @@ inline void Axpy(float w, const float* v, int64_t n, float* out) {
 }
 
 // One (token, head): two passes over the keys 0..p in position order.
+// Scores q·k in the canonical 16-lane order of the active level's dot_rows (kernels/cpu/simd/canonical_dot.cc),
+// softmax with PortableExpF in position order, values accumulated element-wise in position order.
 void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<float>* scores) {
+  const auto dot_rows = internal::ActiveKernels().dot_rows;
   const int64_t D = a.head_dim, bs = a.block_size;
   const int64_t kvh = a.kv_head_of_q[h];
   const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;
@@ -64,13 +36,19 @@ void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<fl
   if (static_cast<int64_t>(scores->size()) < num_keys) scores->resize(num_keys);
   float* s = scores->data();
   float max = -INFINITY;
+  // A block's positions are contiguous in the cache (stride Hkv · D): one dot_rows call per block.
+  for (int64_t j = 0; j < num_keys;) {
+    const int64_t rows = std::min(bs - j % bs, num_keys - j);
+    dot_rows(q, a.k_cache + offset(j), a.num_kv_heads * D, rows, D, s + j);
+    j += rows;
+  }
   for (int64_t j = 0; j < num_keys; ++j) {
-    s[j] = Dot(q, a.k_cache + offset(j), D) * a.scale;
+    s[j] *= a.scale;
     max = std::fmax(max, s[j]);
   }
   float sum = 0.0f;
   for (int64_t j = 0; j < num_keys; ++j) {
-    s[j] = std::exp(s[j] - max);
+    s[j] = PortableExpF(s[j] - max);
     sum += s[j];
   }
   std::memset(out, 0, D * sizeof(float));

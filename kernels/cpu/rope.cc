@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/cpu/portable_math.h"
 
 namespace tpserve {
 
@@ -14,10 +15,13 @@ void ApplyRope(float* x, const int32_t* positions, int64_t num_tokens, int64_t n
   std::vector<float> cos_t(half), sin_t(half);  // [D / 2] for the current token
   for (int64_t t = 0; t < num_tokens; ++t) {
     // Angles in f64: positions in the thousands times f32 frequencies lose radians in f32.
+    // PortableSinCos, not libm: the same bits on every CPU (kernels/cpu/portable_math.h).
     for (int64_t i = 0; i < half; ++i) {
       const double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
-      cos_t[i] = static_cast<float>(std::cos(angle));
-      sin_t[i] = static_cast<float>(std::sin(angle));
+      double s = 0.0, c = 0.0;
+      PortableSinCos(angle, &s, &c);
+      cos_t[i] = static_cast<float>(c);
+      sin_t[i] = static_cast<float>(s);
     }
     for (int64_t h = 0; h < num_heads; ++h) {
       float* v = x + (t * num_heads + h) * head_dim;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/portable_math.h"
+
 namespace tpserve {
 
 void Softmax(float* x, int64_t n) {
@@ -10,7 +12,7 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
+    x[i] = PortableExpF(x[i] - max);
     sum += x[i];
   }
   const float inv = static_cast<float>(1.0 / sum);

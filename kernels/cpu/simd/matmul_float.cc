@@ -1,22 +1,33 @@
-// Tiles for float weights (F32, F16, BF16) times f32 activations. MatMul's: each y[t, r] owns one
-// accumulator of 16 lanes filled in column order, then reduced in a fixed tree. MatMulFixedPoint's:
-// 16-column chunks folded into 8 f32 lanes, each rounded into an int64 lane (fixed_point_lanes.h).
+// Tiles for float weights (F32, F16, BF16) times f32 activations, one instruction-set level.
+//
+// MatMul's canonical order (every level): y[t, r] = Fold16(acc) (canonical_sum.h) where lane l < 16
+// of acc starts at +0 and takes acc[l] = fma(w[k], x[k], acc[l]) for k = l, l + 16, l + 32, ... in
+// order; the last chunk is zero-padded to 16 columns and its padding fmas are done too (they turn a
+// -0 lane into +0, so they are part of the order). AVX-512 holds the 16 lanes in one register, AVX2
+// in two (columns k..k+7 and k+8..k+15), the portable level in 16 scalars with std::fma.
+//
+// MatMulFixedPoint's: 16-column chunks folded into 8 f32 lanes, each rounded into an int64 lane
+// (fixed_point_lanes.h); integer sums, so the lane order does not matter.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
-#include "common/check.h"
 #include "common/dtype.h"
-#include "kernels/cpu/fixed_point_lanes.h"
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/simd/canonical_sum.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
 
-#if TPSERVE_FIXED_POINT_AVX2 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#if TPSERVE_FIXED_POINT_AVX2 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__)
 #define TPSERVE_MATMUL_AVX512 1
 #endif
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/simd/intrinsics.h"
 
-namespace tpserve::internal {
+namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
+
+constexpr int64_t kLanes = 16;  // the canonical accumulator width
 
 #if TPSERVE_FIXED_POINT_AVX2
 // Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile).
@@ -73,13 +84,13 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
     }
   };
   int64_t k = 0;
-  for (; k + 16 <= cols; k += 16) step(k, 0xffff);
-  if (k < cols) step(k, static_cast<__mmask16>((1u << (cols - k)) - 1));
+  for (; k + kLanes <= cols; k += kLanes) step(k, 0xffff);
+  if (k < cols) step(k, static_cast<__mmask16>((1u << (cols - k)) - 1));  // masked-off lanes load 0
   for (int t = 0; t < NT; ++t)
-    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(acc[r][t]);
 }
 #elif TPSERVE_FIXED_POINT_AVX2
-// AVX2 path: 8 lanes per accumulator; a tail of fewer than 8 columns goes through a zero-padded copy.
+// AVX2: the 16 lanes in two 8-lane accumulators; a tail chunk goes through a zero-padded copy.
 using LoadF32 = Load8F32;
 using LoadF16 = Load8F16;
 using LoadBF16 = Load8BF16;
@@ -87,44 +98,53 @@ using LoadBF16 = Load8BF16;
 template <class Loader, int NR, int NT>
 void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols, float* y,
                int64_t y_stride) {
-  __m256 acc[NR][NT];
-  for (int r = 0; r < NR; ++r)
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 8 <= cols; k += 8) {
-    __m256 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = Loader::Load(w + r * row_bytes + k * Loader::kBytes);
-    for (int t = 0; t < NT; ++t) {
-      const __m256 xv = _mm256_loadu_ps(reinterpret_cast<const float*>(x + t * x_stride) + k);
-      for (int r = 0; r < NR; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+  if constexpr (NR > 1 && NR * NT > 4) {
+    // Two accumulators per output: more than 4 outputs would spill the 16 ymm registers. Halving
+    // the rows changes which outputs share a loop, never an output's own sequence.
+    FloatTile<Loader, NR / 2, NT>(w, row_bytes, x, x_stride, cols, y, y_stride);
+    FloatTile<Loader, NR / 2, NT>(w + (NR / 2) * row_bytes, row_bytes, x, x_stride, cols, y + NR / 2, y_stride);
+  } else {
+    __m256 lo[NR][NT], hi[NR][NT];
+    for (int r = 0; r < NR; ++r)
+      for (int t = 0; t < NT; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+    // w_at(r): the chunk's first weight byte in row r; x_at(t): its first activation of token t.
+    auto chunk = [&](auto w_at, auto x_at) {
+      __m256 wlo[NR], whi[NR];
+      for (int r = 0; r < NR; ++r) {
+        wlo[r] = Loader::Load(w_at(r));
+        whi[r] = Loader::Load(w_at(r) + 8 * Loader::kBytes);
+      }
+      for (int t = 0; t < NT; ++t) {
+        const __m256 xlo = _mm256_loadu_ps(x_at(t));
+        const __m256 xhi = _mm256_loadu_ps(x_at(t) + 8);
+        for (int r = 0; r < NR; ++r) {
+          lo[r][t] = _mm256_fmadd_ps(wlo[r], xlo, lo[r][t]);
+          hi[r][t] = _mm256_fmadd_ps(whi[r], xhi, hi[r][t]);
+        }
+      }
+    };
+    int64_t k = 0;
+    for (; k + kLanes <= cols; k += kLanes) {
+      chunk([&](int r) { return w + r * row_bytes + k * Loader::kBytes; },
+            [&](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; });
     }
-  }
-  if (k < cols) {
-    const int64_t rest = cols - k;
-    alignas(32) uint8_t wtail[NR][32] = {};
-    alignas(32) float xtail[NT][8] = {};
-    __m256 wv[NR];
-    for (int r = 0; r < NR; ++r) {
-      std::memcpy(wtail[r], w + r * row_bytes + k * Loader::kBytes, rest * Loader::kBytes);
-      wv[r] = Loader::Load(wtail[r]);
+    if (k < cols) {
+      const int64_t rest = cols - k;
+      alignas(32) uint8_t wtail[NR][kLanes * 4] = {};
+      alignas(32) float xtail[NT][kLanes] = {};
+      for (int r = 0; r < NR; ++r) std::memcpy(wtail[r], w + r * row_bytes + k * Loader::kBytes, rest * Loader::kBytes);
+      for (int t = 0; t < NT; ++t) {
+        std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + k, rest * sizeof(float));
+      }
+      chunk([&](int r) { return static_cast<const uint8_t*>(wtail[r]); },
+            [&](int t) { return static_cast<const float*>(xtail[t]); });
     }
-    for (int t = 0; t < NT; ++t) {
-      std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + k, rest * sizeof(float));
-      const __m256 xv = _mm256_load_ps(xtail[t]);
-      for (int r = 0; r < NR; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) {
-    for (int r = 0; r < NR; ++r) {
-      __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      s = _mm_add_ss(s, _mm_movehdup_ps(s));
-      y[t * y_stride + r] = _mm_cvtss_f32(s);
-    }
+    for (int t = 0; t < NT; ++t)
+      for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(lo[r][t], hi[r][t]);
   }
 }
 #else
-// Portable path: one scalar accumulator per output, columns in order.
+// Portable: the canonical order itself, 16 scalar lanes per output.
 struct LoadF32 {
   static float Load(const uint8_t* row, int64_t k) {
     float v;
@@ -153,9 +173,15 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
   for (int t = 0; t < NT; ++t) {
     const auto* xt = reinterpret_cast<const float*>(x + t * x_stride);
     for (int r = 0; r < NR; ++r) {
-      float acc = 0.0f;
-      for (int64_t k = 0; k < cols; ++k) acc += Loader::Load(w + r * row_bytes, k) * xt[k];
-      y[t * y_stride + r] = acc;
+      const uint8_t* row = w + r * row_bytes;
+      float acc[kLanes] = {};
+      for (int64_t c = 0; c < cols; c += kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const int64_t k = c + l;
+          acc[l] = k < cols ? std::fma(Loader::Load(row, k), xt[k], acc[l]) : std::fma(0.0f, 0.0f, acc[l]);
+        }
+      }
+      y[t * y_stride + r] = Fold16(acc);
     }
   }
 }
@@ -266,7 +292,7 @@ const TileTable<float>& FloatTiles(DType type) {
     case DType::kBF16: return kBF16;
     default: break;
   }
-  CHECK(false) << "not a float dtype: " << DTypeName(type);
+  std::abort();  // unreachable: MatMul and MatMulFixedPoint check the type
   return kF32;
 }
 
@@ -280,8 +306,8 @@ const TileTable<int64_t>& FixedPointFloatTiles(DType type) {
     case DType::kBF16: return kBF16;
     default: break;
   }
-  CHECK(false) << "not a float dtype: " << DTypeName(type);
+  std::abort();  // unreachable: MatMul and MatMulFixedPoint check the type
   return kF32;
 }
 
-}  // namespace tpserve::internal
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -1,24 +1,31 @@
-// Tiles for quantised weights (Q8_0, Q4_0, Q4_1) times Q8 activation blocks: integer dot products
-// per 32-element block in 8 lanes of 4 elements, then per block one of two reductions (the Sums
-// policies below): MatMul's f32 fused multiply-add of the lanes by the two scales, in one fixed
-// order per output; or MatMulFixedPoint's rounding of the scaled block total into an int64.
-// Integer sums are exact, so every instruction path (VNNI, maddubs, scalar) gives the same lanes,
-// and each output's reduction is the same sequence in any tile, which keeps the result batch invariant.
+// Tiles for quantised weights (Q8_0, Q4_0, Q4_1) times Q8 activation blocks, one instruction-set
+// level: integer dot products per 32-element block in 8 lanes of 4 elements, then per block one of
+// two reductions (the Sums policies below). Integer sums are exact, so every instruction path
+// (VNNI, maddubs, scalar) gives the same lanes, and each output's reduction is the same sequence in
+// any tile, which keeps the result batch invariant.
+//
+// MatMul's canonical order (every level): per output 8 f32 lanes from +0; block b (in order) does
+// acc[i] = fma(f32(lane_i), d_w · d_a, acc[i]); Q4_1 also does acc_min += m_w · sum_a (no fma);
+// y = Fold8(acc) + acc_min (canonical_sum.h). AVX2 and AVX-512 run it in one ymm register (the
+// AVX-512 level only swaps maddubs for VNNI, same integers); the portable level in 8 scalars.
+// MatMulFixedPoint's: per block f32(Σ lanes) · (d_w·2^32 · d_a) (+ m_w·2^32 · sum_a) rounded to int64.
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
-#include "common/check.h"
 #include "common/dtype.h"
-#include "kernels/cpu/fixed_point_lanes.h"
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/canonical_sum.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
 
 #if TPSERVE_FIXED_POINT_AVX2
 #define TPSERVE_QUANT_AVX2 1
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/simd/intrinsics.h"
 #endif
 
-namespace tpserve::internal {
+namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
 
 inline float Half(uint16_t h) {
@@ -46,13 +53,6 @@ inline __m256i UnpackNibbles(const uint8_t* qs) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i m = _mm_set1_epi8(0x0f);
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // One weight block, unpacked for the dot with any number of tokens.
@@ -131,7 +131,7 @@ struct FloatSums {
       if constexpr (kMin) acc_min[r][t] += m[r] * a.sum;
     }
   }
-  float Result(int r, int t) const { return HorizontalSum(acc[r][t]) + acc_min[r][t]; }
+  float Result(int r, int t) const { return Fold8(acc[r][t]) + acc_min[r][t]; }
 
   __m256 acc[NR][NT];
   float acc_min[NR][NT];  // Q4_1: Σ m · (d_a Σ a)
@@ -226,18 +226,16 @@ inline void BlockDot(const uint8_t* row, int64_t b, const int8_t* a, int32_t lan
   }
 }
 
-// MatMul's reduction: one f32 accumulator per output in block order.
+// MatMul's reduction, the canonical order: 8 f32 lanes per output, one fma per lane and block.
 struct FloatSum {
   using Out = float;
   static constexpr float kScale = 1.0f;
   void AddBlock(const int32_t lanes[kLanes], float scale, float min) {
-    int32_t sum = 0;
-    for (int i = 0; i < kLanes; ++i) sum += lanes[i];
-    acc += static_cast<float>(sum) * scale;
+    for (int i = 0; i < kLanes; ++i) acc[i] = std::fma(static_cast<float>(lanes[i]), scale, acc[i]);
     acc_min += min;
   }
-  float Result() const { return acc + acc_min; }
-  float acc = 0.0f;
+  float Result() const { return Fold8(acc) + acc_min; }
+  float acc[kLanes] = {};
   float acc_min = 0.0f;  // Q4_1: Σ m · (d_a Σ a)
 };
 
@@ -307,7 +305,7 @@ const TileTable<typename Sums<1, 1>::Out>& TablesFor(DType type) {
     case DType::kQ4_1: return kQ4_1;
     default: break;
   }
-  CHECK(false) << "not a quantised dtype: " << DTypeName(type);
+  std::abort();  // unreachable: MatMul and MatMulFixedPoint check the type
   return kQ8_0;
 }
 
@@ -316,4 +314,4 @@ const TileTable<typename Sums<1, 1>::Out>& TablesFor(DType type) {
 const TileTable<float>& QuantTiles(DType type) { return TablesFor<FloatSums>(type); }
 const TileTable<int64_t>& FixedPointQuantTiles(DType type) { return TablesFor<FixedSums>(type); }
 
-}  // namespace tpserve::internal
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

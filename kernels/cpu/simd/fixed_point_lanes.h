@@ -2,7 +2,8 @@
 // scaled f32 terms to int64 (one, four at a time), and eight int64 accumulator lanes fed eight f32
 // terms at a time.
 // Every path rounds to nearest, ties to even, so AVX-512, AVX2 and portable builds add the same
-// integers. Sums wrap instead of overflowing (only possible outside the documented range).
+// integers (the AVX2 magic-number rounding is exact below 2^51, far above kFixedPointMaxMagnitude · 2^32
+// = 2^50; tests/kernels/isa_equality_test.cc compares the three). Integer sums are order-free. Sums wrap instead of overflowing (only possible outside the documented range).
 #pragma once
 
 #include <cmath>
@@ -10,10 +11,10 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TPSERVE_FIXED_POINT_AVX2 1
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/simd/intrinsics.h"
 #endif
 
-namespace tpserve::internal {
+namespace tpserve::internal::TPSERVE_ISA_NS {
 
 // RNE(v) for a term already scaled by 2^32. Outside ±2^62 (or NaN) the value is unspecified.
 inline int64_t ToFixed(float v) {
@@ -71,4 +72,4 @@ class FixedLanes {
 #endif
 #endif
 
-}  // namespace tpserve::internal
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

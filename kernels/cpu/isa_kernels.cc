@@ -1,0 +1,19 @@
+#include "kernels/cpu/isa_kernels.h"
+
+#include "common/check.h"
+
+namespace tpserve::internal {
+
+const IsaKernels& KernelsFor(Isa isa) {
+  CHECK(IsaCompiledIn(isa)) << IsaName(isa);
+  switch (isa) {
+#if TPSERVE_DISPATCH
+    case Isa::kAvx512: return isa_avx512::Kernels();
+    case Isa::kAvx2: return isa_avx2::Kernels();
+#endif
+    default: break;
+  }
+  return isa_portable::Kernels();
+}
+
+}  // namespace tpserve::internal

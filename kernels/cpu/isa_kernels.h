@@ -1,0 +1,43 @@
+// Internal to kernels/cpu: the kernels compiled once per instruction-set level (kernels/cpu/simd/,
+// built into the namespaces isa_portable, isa_avx2 and isa_avx512 by kernels/CMakeLists.txt),
+// and ActiveKernels(), the table of the level ActiveIsa() chose.
+// Every entry of every level gives bitwise the same results: each kernel has one canonical
+// order of operations (documented beside it) and the portable level is that order written out
+// in scalar code, which the SIMD levels are tested against (tests/kernels/isa_equality_test.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace tpserve::internal {
+
+struct IsaKernels {
+  const TileTable<float>& (*float_tiles)(DType type);            // F32, F16, BF16 weights × f32 activations
+  const TileTable<float>& (*quant_tiles)(DType type);            // Q8_0, Q4_0, Q4_1 × BlockQ8Act activations
+  const TileTable<int64_t>& (*fixed_point_float_tiles)(DType);  // as float_tiles, fixed-point output
+  const TileTable<int64_t>& (*fixed_point_quant_tiles)(DType);  // as quant_tiles, fixed-point output
+  void (*quantize_activation_row)(const float* x, int64_t n, BlockQ8Act* dst);  // QuantizeActivationRow
+  // out[r] = Σ_i q[i]·k[r·k_stride + i] over i < n, for r < num_rows, each in the 16-lane order
+  // (canonical_dot.cc).
+  void (*dot_rows)(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out);
+};
+
+namespace isa_portable {
+const IsaKernels& Kernels();
+}
+namespace isa_avx2 {
+const IsaKernels& Kernels();
+}
+namespace isa_avx512 {
+const IsaKernels& Kernels();
+}
+
+// The table of `isa`. REQUIRES: IsaCompiledIn(isa).
+const IsaKernels& KernelsFor(Isa isa);
+inline const IsaKernels& ActiveKernels() { return KernelsFor(ActiveIsa()); }
+
+}  // namespace tpserve::internal

@@ -1,0 +1,22 @@
+// Internal to kernels/cpu/simd: the functions every level defines in its own namespace
+// (TPSERVE_ISA_NS = isa_portable, isa_avx2 or isa_avx512), gathered by kernel_table.cc into
+// that level's IsaKernels (kernels/cpu/isa_kernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+const TileTable<float>& FloatTiles(DType type);              // matmul_float.cc
+const TileTable<int64_t>& FixedPointFloatTiles(DType type);  // matmul_float.cc
+const TileTable<float>& QuantTiles(DType type);              // matmul_quant.cc
+const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // matmul_quant.cc
+void QuantizeActivationRow(const float* x, int64_t n, BlockQ8Act* dst);  // quantize_activations.cc
+void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n,
+             float* out);  // canonical_dot.cc
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

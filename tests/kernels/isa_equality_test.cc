@@ -1,0 +1,163 @@
+// Every SIMD level of every dispatched kernel equals the portable level (the canonical order in
+// scalar code) bit for bit, on seeded random inputs and awkward sizes. Each machine checks the
+// levels its CPU has; since all equal the portable one, they equal each other on any machine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/isa_kernels.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_fixed_point.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "tests/kernels/matmul_reference.h"
+
+namespace tpserve {
+namespace {
+
+using testing::MakeTestWeights;
+using testing::RandomActivations;
+using testing::TestWeights;
+
+const DType kAllTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1};
+
+// Runs fn() with the kernels at `isa`, then restores the level that was active.
+template <class Fn>
+void RunAt(Isa isa, Fn fn) {
+  const Isa before = ActiveIsa();
+  SetActiveIsaForTesting(isa);
+  fn();
+  SetActiveIsaForTesting(before);
+}
+
+template <class T>
+bool BitwiseEqual(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+class IsaEqualityTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!IsaCompiledIn(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not in this build (TPSERVE_DISPATCH=OFF)";
+    if (!CpuSupportsIsa(GetParam())) GTEST_SKIP() << "this CPU lacks " << IsaName(GetParam());
+  }
+};
+
+// Float weights: column counts around the 16-lane width and its multiples (tails, n < 16).
+TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
+  std::mt19937 rng(2024);
+  ThreadPool pool(2);
+  for (DType type : kAllTypes) {
+    const bool quantized = IsQuantized(type);
+    const std::vector<int64_t> float_cols = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1001};
+    const std::vector<int64_t> quant_cols = {32, 64, 96, 576};
+    for (int64_t cols : quantized ? quant_cols : float_cols) {
+      for (int64_t rows : {1, 3, 7, 37}) {
+        for (int64_t num_tokens : {1, 2, 3, 5, 17}) {
+          const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
+          std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+          if (cols > 2) x[1] = -0.0f;  // signed zeros and exact cancellations are part of the order
+          std::vector<float> want(num_tokens * rows), got(num_tokens * rows);
+          RunAt(Isa::kPortable, [&] { MatMul(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
+          RunAt(GetParam(), [&] { MatMul(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
+          ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " rows " << rows << " cols " << cols << " T "
+                                               << num_tokens;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
+  std::mt19937 rng(77);
+  ThreadPool pool(2);
+  for (DType type : kAllTypes) {
+    const int64_t cols = IsQuantized(type) ? 96 : 37;
+    for (int64_t num_tokens : {1, 4, 9}) {
+      const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
+      const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+      std::vector<int64_t> want(num_tokens * 13), got(num_tokens * 13);
+      RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
+      RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
+      ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " T " << num_tokens;
+    }
+  }
+}
+
+// The fixed-point rounding of exact ties (k/2 after the 2^32 scale): AVX-512's conversion, AVX2's
+// magic-number addition and std::nearbyint must all round half to even.
+TEST_P(IsaEqualityTest, FixedPointTiesRoundToEvenOnEveryLevel) {
+  ThreadPool pool(1);
+  const int64_t cols = 16;
+  std::vector<float> ones(cols, 1.0f);
+  TestWeights w{DType::kF32, 1, cols, std::vector<uint8_t>(cols * 4), ones};
+  std::memcpy(w.bytes.data(), ones.data(), cols * 4);
+  for (int k = -9; k <= 9; ++k) {
+    std::vector<float> x(cols, 0.0f);
+    x[0] = std::ldexp(static_cast<float>(k), -33);  // one term k/2 after scaling
+    int64_t want = 0, got = 0;
+    RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), 1, &want, &pool); });
+    RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), 1, &got, &pool); });
+    EXPECT_EQ(want, static_cast<int64_t>(std::nearbyint(k / 2.0))) << k;
+    EXPECT_EQ(got, want) << k;
+  }
+}
+
+TEST_P(IsaEqualityTest, QuantizeActivationsEqualsPortableBitwise) {
+  std::mt19937 rng(5);
+  const int64_t n = 32 * 9;
+  std::vector<float> x = RandomActivations(n, &rng);
+  for (int j = 0; j < 32; ++j) x[32 + j] = 0.0f;                          // an all-zero block
+  for (int j = 0; j < 32; ++j) x[64 + j] = (j - 16) * 0.5f;               // halves: rounding ties
+  for (int j = 0; j < 32; ++j) x[96 + j] = j % 2 ? -0.0f : 1e-30f * j;    // signed zeros, tiny values
+  for (int j = 0; j < 32; ++j) x[128 + j] = (j % 3 - 1) * 3.0e38f;        // near the f32 limit
+  const auto& want_fn = internal::KernelsFor(Isa::kPortable).quantize_activation_row;
+  const auto& got_fn = internal::KernelsFor(GetParam()).quantize_activation_row;
+  std::vector<BlockQ8Act> want(n / 32), got(n / 32);
+  want_fn(x.data(), n, want.data());
+  got_fn(x.data(), n, got.data());
+  ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(BlockQ8Act)), 0);
+}
+
+// Paged attention's q·k for every length up to 80 (head dims 64 and 80 and all their tails), over
+// three key rows at a stride.
+TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const auto want_fn = internal::KernelsFor(Isa::kPortable).dot_rows;
+  const auto got_fn = internal::KernelsFor(GetParam()).dot_rows;
+  for (int64_t n = 0; n <= 80; ++n) {
+    for (int rep = 0; rep < 20; ++rep) {
+      const int64_t stride = n + 3;
+      std::vector<float> q(n), k(3 * stride);
+      for (float& v : q) v = dist(rng);
+      for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
+      float want[3], got[3];
+      want_fn(q.data(), k.data(), stride, 3, n, want);
+      got_fn(q.data(), k.data(), stride, 3, n, got);
+      ASSERT_EQ(std::memcmp(want, got, sizeof(want)), 0) << "n " << n << ": " << want[0] << " vs " << got[0];
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
+
+TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
+  EXPECT_EQ(*IsaFromSetting("portable"), Isa::kPortable);
+  EXPECT_EQ(*IsaFromSetting(nullptr), BestIsa());
+  EXPECT_EQ(*IsaFromSetting(""), BestIsa());
+  const StatusOr<Isa> bogus = IsaFromSetting("sse9");
+  ASSERT_FALSE(bogus.ok());
+  EXPECT_EQ(bogus.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bogus.status().message().find("portable, avx2 or avx512"), std::string::npos);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    EXPECT_EQ(IsaFromSetting(IsaName(isa)).ok(), IsaCompiledIn(isa) && CpuSupportsIsa(isa)) << IsaName(isa);
+  }
+}
+
+}  // namespace
+}  // namespace tpserve
