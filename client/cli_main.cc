@@ -13,6 +13,7 @@
 // generate: text streams to stdout as it is final; --print-ids prints the generated ids
 // space-separated on one line (the output of `tpserve-run --print-ids`); --json prints one JSON
 // object per sample. Exit code 1 and the typed error on stderr when the server refuses.
+// The API key is --api-key, else $TPSERVE_API_KEY (as for the Python client).
 // Without --seed the server draws a fresh seed per request; each sample's summary line on stderr
 // and its JSON object ("seed") report it, and --seed with that value replays the request.
 #include <sys/wait.h>
@@ -80,6 +81,8 @@ StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
   CliFlags f;
   f.request.max_tokens = 64;
+  // The key may come from the environment, out of `ps` listings; --api-key overrides it.
+  if (const char* key = std::getenv("TPSERVE_API_KEY")) f.client.api_key = key;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> StatusOr<std::string> {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -125,10 +126,16 @@ StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(double p, ParseFloat(arg, text));
       if (p <= 0 || p > 1) return InvalidArgument("--top-p must be in (0, 1]");
       flags.sampling.top_p = static_cast<float>(p);
-    } else if (arg == "--seed") {
+    } else if (arg == "--seed") {  // all 64 bits: the seeds a server draws (and reports) use them
       ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t s, ParseInt(arg, text));
-      flags.sampling.seed = static_cast<uint64_t>(s);
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+        return InvalidArgument("--seed: not an unsigned integer: '" + text + "'");
+      }
+      try {
+        flags.sampling.seed = std::stoull(text);
+      } catch (const std::out_of_range&) {
+        return InvalidArgument("--seed: beyond 64 bits: '" + text + "'");
+      }
     } else if (arg == "--threads") {
       ASSIGN_OR_RETURN(std::string text, value());
       ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));

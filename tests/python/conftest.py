@@ -77,3 +77,24 @@ def server():
     s = start_server()
     yield s
     assert s.stop() == 0
+
+
+@pytest.fixture(scope="session")
+def zmq_server():
+    """One TP-2 server without the HTTP gateway: the Python client's tests speak the native protocol only."""
+    s = start_server(http=False)
+    yield s
+    assert s.stop() == 0
+
+
+API_KEY = "test-key-0123"
+
+
+@pytest.fixture(scope="session")
+def api_key_server():
+    """A TP-2 server that requires API_KEY (the readiness probe, `tpserve health`, reads $TPSERVE_API_KEY)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TPSERVE_API_KEY", API_KEY)
+        s = start_server("--api-key", API_KEY, http=False)
+    yield s
+    assert s.stop() == 0
