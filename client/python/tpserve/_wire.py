@@ -122,6 +122,14 @@ def encode(request_id: int, api_key: str, kind: str, fill: Optional[Callable] = 
     return message.to_bytes()
 
 
+def _enum_name(value) -> str:
+    """An enum's name; a value newer than this client's schema reads as its number (e.g. "9")."""
+    try:
+        return str(value)
+    except RuntimeError:
+        return str(value.raw)
+
+
 def _token_logprobs(readers) -> Tuple[TokenLogprobs, ...]:
     return tuple(TokenLogprobs(r.logprob, tuple(TopLogprob(t.tokenId, t.logprob) for t in r.top)) for r in readers)
 
@@ -133,9 +141,9 @@ def _decode_body(kind: str, body, request_id: int) -> Any:
     if kind == "finish":
         f = body.finish
         usage = Usage(f.usage.promptTokens, f.usage.completionTokens, f.usage.cachedPromptTokens)
-        return Finish(f.sampleIndex, str(f.reason), usage, f.ttftMs, f.tpotMs, f.seed)
+        return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed)
     if kind == "error":
-        return error_from_reply(str(body.error.kind), body.error.message, request_id)
+        return error_from_reply(_enum_name(body.error.kind), body.error.message, request_id)
     if kind in ("health", "stats"):
         reply, cls = getattr(body, kind), Health if kind == "health" else Stats
         return cls(*(getattr(reply, name) for name in reply.schema.fieldnames))
@@ -158,5 +166,5 @@ def decode(data: bytes) -> Optional[Tuple[int, str, Any]]:
         with _wire.ServerMessage.from_bytes(data) as message:
             kind = str(message.body.which())
             return message.requestId, kind, _decode_body(kind, message.body, message.requestId)
-    except (capnp.KjException, ValueError):
+    except Exception:  # whatever pycapnp raises on bytes that are no message: never break the client
         return None
