@@ -10,6 +10,7 @@ packages=(
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps
+  nlohmann-json3-dev libssl-dev libcli11-dev   # JSON (common/json.cc), SHA-256 (libcrypto), flags (CLI11)
 )
 
 missing=()
