@@ -32,7 +32,7 @@ struct ShapeFlag {
 };
 
 int Main(int argc, char** argv) {
-  CLI::App app("tpserve-mkmodel: writes a synthetic Llama model (seeded random weights) as GGUF or as a Hugging "
+  CommandLine app("tpserve-mkmodel: writes a synthetic Llama model (seeded random weights) as GGUF or as a Hugging "
                "Face safetensors directory.",
                "tpserve-mkmodel");
   std::string out, format = "gguf", preset_name = "tiny", type_name;
@@ -61,7 +61,7 @@ int Main(int argc, char** argv) {
   app.add_flag("--untied", is_untied, "a separate LM head")->excludes(tied);
   CLI::Option* shard_option = app.add_option("--shard-mb", shard_mb, "safetensors: largest shard in MiB")
                                   ->check(CLI::PositiveNumber);
-  if (std::optional<int> exit_code = ParseCommandLine(app, argc, argv)) return *exit_code;
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
 
   SyntheticModelOptions o;
   StatusOr<ModelConfig> preset = SyntheticPreset(preset_name);

@@ -63,13 +63,7 @@ void AddFlags(CLI::App& app, RunFlags& f) {
   app.add_option("--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--temperature", f.sampling.temperature, "0: greedy")->check(CLI::Range(0.0, 100.0));
   app.add_option("--top-k", f.sampling.top_k, "0: off")->check(CLI::Range(0, INT32_MAX));
-  app.add_option("--top-p", f.sampling.top_p, "in (0, 1]; 1: off")->check(CLI::Validator(
-      [](std::string& v) {
-        char* end = nullptr;
-        const double p = std::strtod(v.c_str(), &end);
-        return *end == '\0' && p > 0 && p <= 1 ? std::string() : "must be in (0, 1]";
-      },
-      "(0, 1]"));
+  app.add_option("--top-p", f.sampling.top_p, "1: off")->check(Interval(0, 1, false, true));
   app.add_option("--seed", f.sampling.seed, "sampling seed (any 64-bit value, e.g. one a server reported)");
   app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS");
   app.add_flag("--print-ids", f.print_ids, "print the generated ids space-separated on one line, not the text");
@@ -174,11 +168,11 @@ Status Run(const RunFlags& flags) {
 
 int main(int argc, char** argv) {
   tpserve::RunFlags flags;
-  CLI::App app("tpserve-run: local generation on one rank or an N-rank tensor-parallel group, for debugging and "
+  tpserve::CommandLine app("tpserve-run: local generation on one rank or an N-rank tensor-parallel group, for debugging and "
                "scripting. Text streams to stdout, timings to stderr.",
                "tpserve-run");
   tpserve::AddFlags(app, flags);
-  if (std::optional<int> exit_code = tpserve::ParseCommandLine(app, argc, argv)) return *exit_code;
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   tpserve::StatusOr<tpserve::Device> device = tpserve::ParseDevice(flags.device_name);
   if (!device.ok()) {
     std::cerr << "tpserve-run: " << device.status().ToString() << "\n";

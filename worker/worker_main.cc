@@ -113,11 +113,11 @@ Status Serve(const WorkerFlags& flags) {
 
 int main(int argc, char** argv) {
   tpserve::WorkerFlags flags;
-  CLI::App app("tpserve-worker: one rank of a worker group, launched by mpirun -np N; rank 0 registers the group "
+  tpserve::CommandLine app("tpserve-worker: one rank of a worker group, launched by mpirun -np N; rank 0 registers the group "
                "with the coordinator and serves its step plans.",
                "tpserve-worker");
   tpserve::AddFlags(app, flags);
-  if (std::optional<int> exit_code = tpserve::ParseCommandLine(app, argc, argv)) return *exit_code;
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   tpserve::StatusOr<tpserve::Device> device = tpserve::ParseDevice(flags.device_name);
   if (!device.ok()) {
     std::cerr << "tpserve-worker: " << device.status().ToString() << "\n";
