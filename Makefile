@@ -4,10 +4,13 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300       # per target, in `make fuzz`
+FUZZ_TEST_SECONDS ?= 20   # per target, in `make test`
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan model test test-release test-asan demo bench clean
+.PHONY: all deps build build-asan build-fuzz model test test-release test-asan test-fuzz fuzz demo bench clean
 
 all: build
 
@@ -24,6 +27,12 @@ build-asan: deps
 	  -DTPSERVE_SANITIZE=ON -DTPSERVE_CUDA=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# libFuzzer targets (tests/fuzz): clang, every parser library instrumented, ASan+UBSan.
+build-fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DTPSERVE_FUZZ=ON -DTPSERVE_NATIVE=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
 model: $(MODEL)
 
 $(MODEL):
@@ -37,7 +46,14 @@ test-asan: build-asan model
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure --timeout 1800
 
-test: test-release test-asan
+# A short, bounded run of every fuzz target (regressions first): a parser regression fails CI.
+test-fuzz: build-fuzz model
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS)
+
+fuzz: build-fuzz model
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+test: test-release test-asan test-fuzz
 
 demo: build model
 	deploy/demo.sh
@@ -46,4 +62,4 @@ bench: build model
 	bench/run-all.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

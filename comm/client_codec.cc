@@ -23,12 +23,16 @@ std::string ToBytes(capnp::MessageBuilder& builder) {
 
 std::string ToString(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
 
+// The whole string, embedded NUL bytes included (a std::string converts to Text through its
+// c_str(), which would end it at the first NUL). std::string's buffer is NUL-terminated, as Text needs.
+capnp::Text::Reader TextOf(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
 // ---- encoding -------------------------------------------------------------------------------
 
 void EncodeChat(const std::vector<ChatMessage>& messages, capnp::List<client_wire::ChatMessage>::Builder chat) {
   for (size_t i = 0; i < messages.size(); ++i) {
-    chat[i].setRole(messages[i].role);
-    chat[i].setContent(messages[i].content);
+    chat[i].setRole(TextOf(messages[i].role));
+    chat[i].setContent(TextOf(messages[i].content));
   }
 }
 
@@ -51,7 +55,7 @@ void EncodeIds(const std::vector<int32_t>& ids, List out) {
 void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Builder out) {
   switch (g.prompt_kind) {
     case PromptKind::kText:
-      out.getPrompt().setText(g.prompt_text);
+      out.getPrompt().setText(TextOf(g.prompt_text));
       break;
     case PromptKind::kTokenIds:
       EncodeIds(g.prompt_ids, out.getPrompt().initTokenIds(static_cast<unsigned>(g.prompt_ids.size())));
@@ -63,7 +67,7 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
   sampling_wire::FillSamplingParams(g.sampling, out.initSampling());
   out.setMaxTokens(g.max_tokens);
   auto stop = out.initStop(static_cast<unsigned>(g.stop.size()));
-  for (size_t i = 0; i < g.stop.size(); ++i) stop.set(i, g.stop[i]);
+  for (size_t i = 0; i < g.stop.size(); ++i) stop.set(i, TextOf(g.stop[i]));
   auto stop_ids = out.initStopTokenIds(static_cast<unsigned>(g.stop_token_ids.size()));
   for (size_t i = 0; i < g.stop_token_ids.size(); ++i) stop_ids.set(i, g.stop_token_ids[i]);
   out.setIgnoreEos(g.ignore_eos);
@@ -72,14 +76,14 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
   out.setN(g.n);
   out.setPriority(g.priority);
   out.setPromptLogprobs(g.prompt_logprobs);
-  if (!g.user.empty()) out.setUser(g.user);
+  if (!g.user.empty()) out.setUser(TextOf(g.user));
 }
 
 void EncodeTokenize(const TokenizeRequest& t, client_wire::TokenizeRequest::Builder out) {
   if (t.prompt_kind == PromptKind::kChat) {
     EncodeChat(t.chat, out.getPrompt().initChat(static_cast<unsigned>(t.chat.size())));
   } else {
-    out.getPrompt().setText(t.prompt_text);
+    out.getPrompt().setText(TextOf(t.prompt_text));
   }
   out.setAddSpecialTokens(t.add_special_tokens);
 }
@@ -286,7 +290,7 @@ std::string EncodeClientMessage(const ClientMessage& m) {
   auto root = builder.initRoot<client_wire::ClientMessage>();
   root.setVersion(m.version);
   root.setRequestId(m.request_id);
-  if (!m.api_key.empty()) root.setApiKey(m.api_key);
+  if (!m.api_key.empty()) root.setApiKey(TextOf(m.api_key));
   auto body = root.initBody();
   switch (m.kind) {
     case ClientMessageKind::kGenerate: EncodeGenerate(m.generate, body.initGenerate()); break;
@@ -352,7 +356,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       auto c = body.initChunk();
       c.setSampleIndex(m.chunk.sample_index);
       EncodeIds(m.chunk.token_ids, c.initTokenIds(static_cast<unsigned>(m.chunk.token_ids.size())));
-      c.setText(m.chunk.text);
+      c.setText(TextOf(m.chunk.text));
       EncodeTokenLogprobs(m.chunk.logprobs, c.initLogprobs(static_cast<unsigned>(m.chunk.logprobs.size())));
       break;
     }
@@ -363,14 +367,14 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       EncodeTokenLogprobs(in.logprobs, p.initLogprobs(static_cast<unsigned>(in.logprobs.size())));
       break;
     }
-    case ServerMessageKind::kMetrics: body.initMetrics().setText(m.metrics.text); break;
+    case ServerMessageKind::kMetrics: body.initMetrics().setText(TextOf(m.metrics.text)); break;
     case ServerMessageKind::kTokenize: {
       auto t = body.initTokenize();
       EncodeIds(m.tokenize.token_ids, t.initTokenIds(static_cast<unsigned>(m.tokenize.token_ids.size())));
       t.setMaxModelLen(m.tokenize.max_model_len);
       break;
     }
-    case ServerMessageKind::kDetokenize: body.initDetokenize().setText(m.detokenize.text); break;
+    case ServerMessageKind::kDetokenize: body.initDetokenize().setText(TextOf(m.detokenize.text)); break;
     case ServerMessageKind::kFinish: {
       auto f = body.initFinish();
       f.setSampleIndex(m.finish.sample_index);
@@ -389,7 +393,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
     case ServerMessageKind::kError: {
       auto e = body.initError();
       e.setKind(EncodeErrorKind(m.error.kind));
-      e.setMessage(m.error.message);
+      e.setMessage(TextOf(m.error.message));
       break;
     }
     case ServerMessageKind::kHealth: {
@@ -397,7 +401,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       h.setOk(m.health.ok);
       h.setNumWorkerGroups(m.health.num_worker_groups);
       h.setDraining(m.health.draining);
-      h.setModelName(m.health.model_name);
+      h.setModelName(TextOf(m.health.model_name));
       h.setVocabSize(m.health.vocab_size);
       h.setContextLength(m.health.context_length);
       break;

@@ -65,7 +65,8 @@ int64_t DTypeRowBytes(DType type, int64_t n) {
   return n / be * DTypeBlockBytes(type);
 }
 
-// GCC and Clang on x86-64 provide _Float16 with IEEE round-to-nearest-even conversions.
+#if defined(__FLT16_MANT_DIG__)
+// GCC (12+) and Clang (15+) on x86-64 provide _Float16 with IEEE round-to-nearest-even conversions.
 float Fp16ToF32(uint16_t h) {
   _Float16 v;
   std::memcpy(&v, &h, 2);
@@ -78,6 +79,49 @@ uint16_t F32ToFp16(float f) {
   std::memcpy(&h, &v, 2);
   return h;
 }
+#else
+// Compilers without _Float16 (Clang 14, used by the fuzz build): the same IEEE conversions by hand.
+float Fp16ToF32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float magnitude;
+  if (exp == 0x1f) {
+    const uint32_t bits = man == 0 ? 0x7f800000 : 0x7fc00000 | (man << 13);  // inf, or a quiet NaN with its payload
+    std::memcpy(&magnitude, &bits, 4);
+  } else {
+    magnitude = std::ldexp(static_cast<float>(exp == 0 ? man : (man | 0x400)), exp == 0 ? -24 : static_cast<int>(exp) - 25);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &magnitude, 4);
+  bits |= sign;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+uint16_t F32ToFp16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  x &= 0x7fffffff;
+  if (x > 0x7f800000) return static_cast<uint16_t>(sign | 0x7e00 | ((x >> 13) & 0x3ff));  // quiet NaN
+  if (x >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // rounds to inf (>= 65520)
+  if (x == 0) return sign;
+  float a;
+  std::memcpy(&a, &x, 4);
+  // Scale so the half's last place is 1 (subnormal spacing 2^-24, normal spacing 2^(e-10)), then
+  // round to nearest even in f32 arithmetic, which is exact for these magnitudes.
+  int e;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const int shift = e - 1 < -14 ? 24 : 10 - (e - 1);
+  const float scaled = std::nearbyint(std::ldexp(a, shift));
+  const uint32_t units = static_cast<uint32_t>(scaled);
+  if (e - 1 < -14) return static_cast<uint16_t>(sign | units);  // subnormal (or 0x400: the smallest normal)
+  // Normal: units in [1024, 2048]; 2048 carries into the exponent.
+  const uint32_t exp = static_cast<uint32_t>(e - 1 + 15) + (units >> 11);
+  return static_cast<uint16_t>(sign | (exp << 10) | (units & 0x3ff));
+}
+#endif
 
 uint16_t F32ToBf16(float f) {
   uint32_t x;

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git python3 python3-pip unzip
+  clang libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
   libzmq3-dev cppzmq-dev
   capnproto libcapnp-dev

@@ -1,6 +1,7 @@
 #include "model/gguf_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace tpserve {
@@ -97,7 +98,8 @@ class Cursor {
       case Type::kString: case Type::kArray: return Error("internal: not a scalar");
     }
     if (IsFloatType(t)) {
-      *i = static_cast<int64_t>(*f);
+      // Only a value that fits has an integer view (a NaN or 1e300 cast to int64 is undefined).
+      *i = std::fabs(*f) < 0x1p63 ? static_cast<int64_t>(*f) : 0;
     } else {
       *f = static_cast<double>(*i);
     }

@@ -91,7 +91,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
   vocab.bos_id = static_cast<int32_t>(bos);
   vocab.eos_id = static_cast<int32_t>(eos);
   vocab.eot_id = static_cast<int32_t>(eot);
-  vocab.unk_id = static_cast<int32_t>(unk);
+  // Byte-level BPE files name an "unknown" token (convert_hf_to_gguf writes id 0, SmolLM2's
+  // <|endoftext|>) that the tokenizer never produces: a byte whose piece is missing from the
+  // vocabulary (SmolLM2 lacks 21, e.g. U+0014) is dropped, as llama.cpp and HF tokenizers do.
+  // Emitting the named id would put an end-of-text token into the prompt.
+  vocab.unk_id = is_spm ? static_cast<int32_t>(unk) : -1;
   vocab.pad_id = static_cast<int32_t>(pad);
   vocab.add_bos = add_bos != 0;
   vocab.add_space_prefix = add_space != 0;

@@ -115,6 +115,32 @@ TEST(ClientCodecTest, ControlMessagesRoundTrip) {
   }
 }
 
+// Found by tests/fuzz/client_message_fuzz: text went through std::string's c_str() and ended at
+// the first NUL byte (U+0000 is valid UTF-8), so "a\0b" arrived as "a".
+TEST(ClientCodecTest, TextWithNulBytesRoundTripsWhole) {
+  using namespace std::string_literals;
+  ClientMessage m;
+  m.kind = ClientMessageKind::kGenerate;
+  m.api_key = "\0key"s;
+  m.generate.prompt_text = "a\0b"s;
+  m.generate.stop = {"x\0y"s};
+  std::string bytes = EncodeClientMessage(m);
+  auto out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->api_key, "\0key"s);
+  EXPECT_EQ(out->generate.prompt_text, "a\0b"s);
+  ASSERT_EQ(out->generate.stop.size(), 1u);
+  EXPECT_EQ(out->generate.stop[0], "x\0y"s);
+
+  ServerMessage chunk;
+  chunk.kind = ServerMessageKind::kChunk;
+  chunk.chunk.text = "p\0q"s;
+  bytes = EncodeServerMessage(chunk);
+  auto back = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->chunk.text, "p\0q"s);
+}
+
 TEST(ClientCodecTest, TokenizeAndDetokenizeRequestsRoundTrip) {
   ClientMessage chat;
   chat.kind = ClientMessageKind::kTokenize;
