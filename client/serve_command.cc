@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/command_line.h"
 
 extern char** environ;
 
@@ -32,14 +34,6 @@ struct ServeFlags {
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
 };
-
-const char kServeUsage[] =
-    "usage: tpserve serve --model M [--tp N] [--host H] [--port P] [--worker-port P]\n"
-    "                     [--threads N] [--kv-memory-mb MB] [--block-size N]    (to tpserve-worker)\n"
-    "                     [--device cpu|cuda]                                    (to tpserve-worker)\n"
-    "                     [--poll US]                                            (to tpserve-worker)\n"
-    "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
-    "                     [--no-prefix-cache]                                    (to the coordinator)\n";
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -68,54 +62,67 @@ std::string Join(const std::vector<std::string>& args) {
   return out;
 }
 
-bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--no-prefix-cache") {  // the one flag without a value (the prefix-caching benchmark)
-      f->coordinator_args.push_back("--no-prefix-caching");
-      continue;
+// Flags of the children, passed through as given: name -> value (empty when not given).
+struct PassThrough {
+  const char* flag;
+  const char* help;
+  std::string value;
+};
+
+// Declares serve's flags; after parsing, Finish() moves the pass-through ones into worker_args and
+// coordinator_args.
+class ServeFlagParser {
+ public:
+  ServeFlagParser(CLI::App& app, ServeFlags& f) : flags_(f) {
+    app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->required();
+    app.add_option("--tp", f.tp, "tensor-parallel ranks of the worker group")->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--host", f.host, "the coordinator's address")->capture_default_str();
+    app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(1, 65535))->capture_default_str();
+    app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(1, 65535))
+        ->capture_default_str();
+    for (PassThrough& p : worker_) app.add_option(p.flag, p.value, p.help)->group("Worker group (tpserve-worker)");
+    for (PassThrough& p : coordinator_) {
+      app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
-    if (i + 1 >= argc) {
-      std::cerr << "tpserve serve: " << arg << " needs a value\n";
-      return false;
-    }
-    std::string value = argv[++i];
-    if (arg == "--model") {
-      f->model = value;
-    } else if (arg == "--tp") {
-      f->tp = std::atoi(value.c_str());
-    } else if (arg == "--host") {
-      f->host = value;
-    } else if (arg == "--port") {
-      f->port = std::atoi(value.c_str());
-    } else if (arg == "--worker-port") {
-      f->worker_port = std::atoi(value.c_str());
-    } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
-               arg == "--device") {
-      f->worker_args.insert(f->worker_args.end(), {arg, value});
-    } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
-               arg == "--max-model-len") {
-      f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
-    } else {
-      std::cerr << "tpserve serve: unknown flag " << arg << "\n";
-      return false;
-    }
+    app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
+        ->group("Coordinator (tpserve-coordinator)");
   }
-  if (f->model.empty() || f->tp < 1 || f->port <= 0 || f->worker_port <= 0) {
-    std::cerr << "tpserve serve: --model is required; --tp, ports must be positive\n";
-    return false;
+
+  void Finish() {
+    for (const PassThrough& p : worker_) {
+      if (!p.value.empty()) flags_.worker_args.insert(flags_.worker_args.end(), {p.flag, p.value});
+    }
+    for (const PassThrough& p : coordinator_) {
+      if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
+    }
+    if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
   }
-  return true;
-}
+
+ private:
+  ServeFlags& flags_;
+  PassThrough worker_[5] = {{"--threads", "kernel threads per rank", ""},
+                            {"--kv-memory-mb", "KV cache memory per rank in MiB", ""},
+                            {"--block-size", "KV block size in tokens", ""},
+                            {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
+                            {"--device", "cpu or cuda", ""}};
+  PassThrough coordinator_[4] = {{"--max-num-seqs", "sequences running at once", ""},
+                                 {"--max-batched-tokens", "token budget of one step", ""},
+                                 {"--api-key", "a key clients must send", ""},
+                                 {"--max-model-len", "longest sequence", ""}};
+  bool no_prefix_cache_ = false;
+};
 
 }  // namespace
 
 int RunServeCommand(int argc, char** argv) {
+  CommandLine app("tpserve serve: a one-host cluster: tpserve-coordinator and `mpirun -np TP tpserve-worker` "
+                  "pointed at it. SIGTERM/SIGINT drains (exit code 0).",
+                  "tpserve serve");
   ServeFlags flags;
-  if (!ParseServeFlags(argc, argv, &flags)) {
-    std::cerr << kServeUsage;
-    return 2;
-  }
+  ServeFlagParser parser(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc - 1, argv + 1)) return *exit_code;  // argv[1]: serve
+  parser.Finish();
   struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
