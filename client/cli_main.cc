@@ -3,7 +3,7 @@
 //   tpserve generate [--server tcp://127.0.0.1:5555] (--prompt T | --prompt-ids 1,2,3 | --chat T)
 //       [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]
 //       [--repetition-penalty R] [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]
-//       [--print-ids] [--json] [--api-key K]
+//       [--print-ids] [--json] [--prompt-logprobs] [--api-key K]
 //   tpserve chat   [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]
 //   tpserve batch  [--server E] (--prompt T)... [--chat] [--max-tokens N] [...generate flags]
 //       all prompts as concurrent requests on one connection; prints each answer and throughput
@@ -12,7 +12,10 @@
 //
 // generate: text streams to stdout as it is final; --print-ids prints the generated ids
 // space-separated on one line (the output of `tpserve-run --print-ids`); --json prints one JSON
-// object per sample. Exit code 1 and the typed error on stderr when the server refuses.
+// object per sample. --prompt-logprobs then prints the logprob of every prompt token after the
+// first (and its top --logprobs alternatives), one line each ("prompt I ID LOGPROB [ID:LOGPROB]..."),
+// or with --json one object {"prompt_logprobs":[{"token_id","logprob","top"}...]}. Exit code 1 and
+// the typed error on stderr when the server refuses. `tpserve keys ...`: client/keys_command.h.
 // The API key is --api-key, else $TPSERVE_API_KEY (as for the Python client).
 // Without --seed the server draws a fresh seed per request; each sample's summary line on stderr
 // and its JSON object ("seed") report it, and --seed with that value replays the request.
@@ -31,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "client/keys_command.h"
 #include "client/serve_command.h"
 #include "common/command_line.h"
 
@@ -54,6 +58,13 @@ struct CliFlags {
 void AddConnectionFlags(CLI::App* command, CliFlags& f) {
   command->add_option("--server", f.client.server, "the coordinator's client endpoint")->capture_default_str();
   command->add_option("--api-key", f.client.api_key, "the key, when the server requires one")->envname("TPSERVE_API_KEY");
+  command->add_option("--keys", f.client.keys_dir, "CURVE key directory (`tpserve keys init`)");
+  command->add_option("--key-name", f.client.key_name, "CURVE: this client's key name");
+  command->add_option_function<double>(
+             "--timeout-s",
+             [&f](double seconds) { f.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); },
+             "a reply's longest wait (default 60)")
+      ->check(Interval(0, 1e9, false, true));
 }
 
 // The request flags of generate, chat and batch (the server checks their ranges).
@@ -81,6 +92,7 @@ void AddRequestFlags(CLI::App* command, CliFlags& f) {
   command->add_flag("--print-ids", f.print_ids, "print the generated ids space-separated on one line");
   command->add_flag("--json", f.json, "print one JSON object per sample");
   command->add_flag("--as-chat", f.as_chat, "batch: send each --prompt as a chat user turn");
+  command->add_flag("--prompt-logprobs", r.prompt_logprobs, "also print every prompt token's logprob");
 }
 
 // The prompt of a generate request from --prompt, --chat or --prompt-ids; false when none was given.
@@ -122,6 +134,39 @@ int Fail(const Status& status) {
   return 1;
 }
 
+// The prompt's tokens and the logprob of each after the first (see the file comment for the format).
+void PrintPromptLogprobs(const proto::PromptLogprobs& prompt, bool json) {
+  const std::streamsize precision = std::cout.precision(9);  // a float's bits survive the round trip
+  if (json) std::cout << "{\"prompt_logprobs\":[";
+  for (size_t i = 0; i < prompt.token_ids.size(); ++i) {
+    const proto::TokenLogprobs* lp = i == 0 || i > prompt.logprobs.size() ? nullptr : &prompt.logprobs[i - 1];
+    if (json) {
+      std::cout << (i ? "," : "") << "{\"token_id\":" << prompt.token_ids[i] << ",\"logprob\":";
+      if (lp == nullptr) {
+        std::cout << "null,\"top\":[]}";
+        continue;
+      }
+      std::cout << lp->logprob << ",\"top\":[";
+      for (size_t k = 0; k < lp->top.size(); ++k) {
+        std::cout << (k ? "," : "") << "{\"token_id\":" << lp->top[k].token_id << ",\"logprob\":" << lp->top[k].logprob
+                  << "}";
+      }
+      std::cout << "]}";
+    } else {
+      std::cout << "prompt " << i << " " << prompt.token_ids[i] << " ";
+      if (lp == nullptr) {
+        std::cout << "-\n";
+        continue;
+      }
+      std::cout << lp->logprob;
+      for (const TokenLogprob& t : lp->top) std::cout << " " << t.token_id << ":" << t.logprob;
+      std::cout << "\n";
+    }
+  }
+  std::cout << (json ? "]}\n" : "") << std::flush;
+  std::cout.precision(precision);
+}
+
 int Generate(CliFlags& flags) {
   if (!SetPrompt(flags)) {
     std::cerr << "tpserve generate: one of --prompt, --prompt-ids, --chat is required\nRun with --help for the flags.\n";
@@ -160,6 +205,7 @@ int Generate(CliFlags& flags) {
                  finish.usage.cached_prompt_tokens, finish.usage.completion_tokens, finish.ttft_ms, finish.tpot_ms,
                  static_cast<unsigned long long>(finish.seed));
   }
+  if (result->has_prompt_logprobs) PrintPromptLogprobs(result->prompt_logprobs, flags.json);
   return 0;
 }
 
@@ -284,6 +330,7 @@ int Stats(const CliFlags& flags) {
 
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "serve") return RunServeCommand(argc, argv);  // flags of its own
+  if (argc >= 2 && std::string(argv[1]) == "keys") return RunKeysCommand(argc, argv);
   CommandLine app("tpserve: the command-line client of a tpserve coordinator, and `tpserve serve` (coordinator + "
                   "one local worker group; tpserve serve --help).",
                   "tpserve");
@@ -298,6 +345,7 @@ int Main(int argc, char** argv) {
   CLI::App* health = app.add_subcommand("health", "the server's health (exit 0 when a worker group serves)");
   CLI::App* stats = app.add_subcommand("stats", "the server's counters");
   app.add_subcommand("serve", "coordinator + `mpirun -np TP tpserve-worker` on this host (see tpserve serve --help)");
+  app.add_subcommand("keys", "CURVE keys: tpserve keys init DIR | add-client DIR NAME | add-worker DIR NAME");
   for (CLI::App* command : {generate, chat, batch, health, stats}) AddConnectionFlags(command, flags);
   for (CLI::App* command : {generate, chat, batch}) AddRequestFlags(command, flags);
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;

@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include "comm/curve_keys.h"
+
 #include <zmq.hpp>
 
 #include "comm/zmq_transport.h"
@@ -32,6 +34,7 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) 
   socket_options.max_message_bytes = proto::kMaxClientMessageBytes;
   socket_options.send_hwm = 10000;
   socket_options.recv_hwm = 100000;
+  RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "clients", options.key_name, &socket_options));
   ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
                    ZmqSocket::Connect(*context, zmq::socket_type::dealer, options.server, socket_options));
   return std::unique_ptr<Client>(new Client(options, std::move(context), std::move(socket)));
@@ -172,6 +175,10 @@ StatusOr<GenerateResult> Client::Generate(const proto::GenerateRequest& request,
           ++num_finished;
         }
         result.finish[message.finish.sample_index] = message.finish;
+        break;
+      case ServerMessageKind::kPromptLogprobs:
+        result.has_prompt_logprobs = true;
+        result.prompt_logprobs = std::move(message.prompt_logprobs);
         break;
       case ServerMessageKind::kError:
         return StatusFromError(message.error);

@@ -33,6 +33,10 @@ class ZmqSocket;
 struct ClientOptions {
   std::string server = "tcp://127.0.0.1:5555";
   std::string api_key;
+  // CURVE: the key directory (comm/curve_keys.h) and this client's key name ("": the only or
+  // "default" pair under DIR/clients). keys_dir "": plain TCP.
+  std::string keys_dir;
+  std::string key_name;
   // How long a blocking call waits for the next server message before DEADLINE_EXCEEDED.
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds heartbeat_interval{2000};
@@ -44,6 +48,10 @@ struct GenerateResult {
   std::vector<std::string> text;                // [n]
   std::vector<proto::Finish> finish;            // [n]
   std::vector<std::vector<proto::TokenLogprobs>> logprobs;  // [n][O_i] when asked
+  // With request.prompt_logprobs: the prompt as the model saw it and each token's logprob after
+  // the first (sent once per request, before its first chunk).
+  bool has_prompt_logprobs = false;
+  proto::PromptLogprobs prompt_logprobs;
 };
 
 // The Status a typed server error becomes: invalid_request → INVALID_ARGUMENT, prompt_too_long →

@@ -87,6 +87,10 @@ class ServeFlagParser {
     }
     app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
         ->group("Coordinator (tpserve-coordinator)");
+    app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys")
+        ->group("Coordinator (tpserve-coordinator)");
+    app.add_option("--keys", keys_dir_, "CURVE key directory, for the coordinator and the workers "
+                   "(`tpserve keys init`)");
   }
 
   void Finish() {
@@ -97,6 +101,10 @@ class ServeFlagParser {
       if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
     }
     if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
+    if (insecure_) flags_.coordinator_args.push_back("--insecure");
+    if (!keys_dir_.empty()) {  // both sides: the coordinator's pair, the group's workers/default pair
+      for (auto* args : {&flags_.worker_args, &flags_.coordinator_args}) args->insert(args->end(), {"--keys", keys_dir_});
+    }
   }
 
  private:
@@ -106,11 +114,15 @@ class ServeFlagParser {
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""}};
-  PassThrough coordinator_[4] = {{"--max-num-seqs", "sequences running at once", ""},
+  PassThrough coordinator_[6] = {{"--max-num-seqs", "sequences running at once", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--api-key", "a key clients must send", ""},
-                                 {"--max-model-len", "longest sequence", ""}};
+                                 {"--max-model-len", "longest sequence", ""},
+                                 {"--metrics-port", "serve GET /metrics over HTTP on this port", ""},
+                                 {"--metrics-host", "the metrics endpoint's address", ""}};
   bool no_prefix_cache_ = false;
+  bool insecure_ = false;
+  std::string keys_dir_;
 };
 
 }  // namespace

@@ -43,6 +43,15 @@ Status ValidateSampling(const SamplingParams& s, const std::string& where) {
   return OkStatus();
 }
 
+Status ValidateTopLogprobs(const std::vector<TokenLogprob>& top, const std::string& where) {
+  if (top.size() > static_cast<size_t>(kMaxTopLogprobs)) return InvalidArgument(where + "too many top logprobs");
+  for (const TokenLogprob& t : top) {
+    if (t.token_id < 0) return InvalidArgument(where + "top logprob token id < 0");
+    if (std::isnan(t.logprob)) return InvalidArgument(where + "top logprob is NaN");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ValidateStepPlan(const StepPlan& plan) {
@@ -64,6 +73,7 @@ Status ValidateStepPlan(const StepPlan& plan) {
     if (!AllNonNegative(seq.block_table)) return Invalid(where, "negative block id");
     if (!AllNonNegative(seq.penalty_tokens)) return Invalid(where, "negative penalty token id");
     RETURN_IF_ERROR(ValidateSampling(seq.sampling, where));
+    if (seq.next_prompt_token < -1) return Invalid(where, "next_prompt_token < -1");
   }
   for (const auto& [src, dst] : plan.block_copies) {
     if (src < 0 || dst < 0) return Invalid("block_copies", "negative block id");
@@ -72,21 +82,24 @@ Status ValidateStepPlan(const StepPlan& plan) {
 }
 
 Status ValidateStepResult(const StepResult& result) {
-  if (result.sequences.size() > static_cast<size_t>(kMaxSequencesPerStep)) {
+  if (result.sequences.size() > static_cast<size_t>(kMaxSequencesPerStep) ||
+      result.prompt_logprobs.size() > static_cast<size_t>(kMaxSequencesPerStep)) {
     return InvalidArgument("step result: too many sequences");
+  }
+  for (size_t i = 0; i < result.prompt_logprobs.size(); ++i) {
+    const std::string where = "step result: prompt logprobs " + std::to_string(i) + ": ";
+    for (const PromptTokenLogprob& scored : result.prompt_logprobs[i].positions) {
+      if (scored.token_id < 0) return InvalidArgument(where + "token id < 0");
+      if (std::isnan(scored.logprob)) return InvalidArgument(where + "logprob is NaN");
+      RETURN_IF_ERROR(ValidateTopLogprobs(scored.top_logprobs, where));
+    }
   }
   for (size_t i = 0; i < result.sequences.size(); ++i) {
     const SequenceResult& seq = result.sequences[i];
     const std::string where = "step result: sequence " + std::to_string(i) + ": ";
     if (seq.token_id < -1) return InvalidArgument(where + "token id < -1");
     if (std::isnan(seq.logprob)) return InvalidArgument(where + "logprob is NaN");
-    if (seq.top_logprobs.size() > static_cast<size_t>(kMaxTopLogprobs)) {
-      return InvalidArgument(where + "too many top logprobs");
-    }
-    for (const TokenLogprob& t : seq.top_logprobs) {
-      if (t.token_id < 0) return InvalidArgument(where + "top logprob token id < 0");
-      if (std::isnan(t.logprob)) return InvalidArgument(where + "top logprob is NaN");
-    }
+    RETURN_IF_ERROR(ValidateTopLogprobs(seq.top_logprobs, where));
   }
   return OkStatus();
 }

@@ -44,6 +44,18 @@ struct SequencePlan {
   uint32_t sample_index = 0;
   // Tokens the penalties look at (prompt + generated so far). Empty unless has_penalties().
   std::vector<int32_t> penalty_tokens;
+  // Score the prompt tokens this chunk's positions predict (StepResult::prompt_logprobs): position
+  // num_cached + j predicts token_ids[j + 1], the last one predicts next_prompt_token (-1: the
+  // chunk ends the prompt, and its last position predicts a generated token instead). The top-n
+  // alternatives are sampling.num_logprobs.
+  bool prompt_logprobs = false;
+  int32_t next_prompt_token = -1;
+
+  // The number of positions prompt_logprobs scores in this chunk.
+  int32_t num_prompt_logprobs() const {
+    if (!prompt_logprobs) return 0;
+    return static_cast<int32_t>(token_ids.size()) - (next_prompt_token < 0 ? 1 : 0);
+  }
 };
 
 struct StepPlan {
@@ -66,11 +78,25 @@ struct SequenceResult {
   std::vector<float> logits;              // [V], only when StepPlan::return_logits
 };
 
+// One scored prompt token: its logprob given the tokens before it, bitwise what SequenceResult
+// would report had the engine sampled (or been forced to) that token at that position.
+struct PromptTokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;  // [num_logprobs], most likely first
+};
+
+struct PromptLogprobsResult {
+  uint64_t seq_id = 0;
+  std::vector<PromptTokenLogprob> positions;  // [SequencePlan::num_prompt_logprobs()], in position order
+};
+
 struct StepResult {
   uint64_t step_id = 0;
   std::vector<SequenceResult> sequences;  // one per SequencePlan with needs_token, in plan order
   double compute_ms = 0;
   double allreduce_ms = 0;
+  std::vector<PromptLogprobsResult> prompt_logprobs;  // one per SequencePlan with prompt_logprobs, in plan order
 };
 
 }  // namespace tpserve

@@ -24,6 +24,22 @@ std::vector<T> ReadList(ListReader list) {
   return values;
 }
 
+template <typename ListBuilder>
+void FillTokenLogprobs(const std::vector<TokenLogprob>& values, ListBuilder list) {
+  for (size_t j = 0; j < values.size(); ++j) {
+    list[static_cast<unsigned>(j)].setTokenId(values[j].token_id);
+    list[static_cast<unsigned>(j)].setLogprob(values[j].logprob);
+  }
+}
+
+template <typename ListReader>
+std::vector<TokenLogprob> ReadTokenLogprobs(ListReader list) {
+  std::vector<TokenLogprob> values;
+  values.reserve(list.size());
+  for (auto t : list) values.push_back({t.getTokenId(), t.getLogprob()});
+  return values;
+}
+
 }  // namespace
 
 void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
@@ -44,6 +60,8 @@ void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
     if (!seq.penalty_tokens.empty()) {
       FillList(seq.penalty_tokens, s.initPenaltyTokens(static_cast<unsigned>(seq.penalty_tokens.size())));
     }
+    s.setPromptLogprobs(seq.prompt_logprobs);
+    s.setNextPromptToken(seq.next_prompt_token);
   }
   if (!plan.block_copies.empty()) {
     auto copies = out.initBlockCopies(static_cast<unsigned>(plan.block_copies.size()));
@@ -71,6 +89,8 @@ StepPlan ReadStepPlan(wire::StepPlan::Reader in) {
     seq.sampling.num_logprobs = s.getNumLogprobs();
     seq.sample_index = s.getSampleIndex();
     seq.penalty_tokens = ReadList<int32_t>(s.getPenaltyTokens());
+    seq.prompt_logprobs = s.getPromptLogprobs();
+    seq.next_prompt_token = s.getNextPromptToken();
     plan.sequences.push_back(std::move(seq));
   }
   for (auto c : in.getBlockCopies()) plan.block_copies.emplace_back(c.getSrc(), c.getDst());
@@ -89,14 +109,29 @@ void FillStepResult(const StepResult& result, wire::StepResult::Builder out) {
     s.setTokenId(seq.token_id);
     s.setLogprob(seq.logprob);
     if (!seq.top_logprobs.empty()) {
-      auto top = s.initTopLogprobs(static_cast<unsigned>(seq.top_logprobs.size()));
-      for (size_t j = 0; j < seq.top_logprobs.size(); ++j) {
-        top[static_cast<unsigned>(j)].setTokenId(seq.top_logprobs[j].token_id);
-        top[static_cast<unsigned>(j)].setLogprob(seq.top_logprobs[j].logprob);
-      }
+      FillTokenLogprobs(seq.top_logprobs, s.initTopLogprobs(static_cast<unsigned>(seq.top_logprobs.size())));
     }
     if (!seq.logits.empty()) {
       FillList(seq.logits, s.initLogits(static_cast<unsigned>(seq.logits.size())));
+    }
+  }
+  if (!result.prompt_logprobs.empty()) {
+    auto prompts = out.initPromptLogprobs(static_cast<unsigned>(result.prompt_logprobs.size()));
+    for (size_t i = 0; i < result.prompt_logprobs.size(); ++i) {
+      const PromptLogprobsResult& seq = result.prompt_logprobs[i];
+      auto p = prompts[static_cast<unsigned>(i)];
+      p.setSeqId(seq.seq_id);
+      auto positions = p.initPositions(static_cast<unsigned>(seq.positions.size()));
+      for (size_t j = 0; j < seq.positions.size(); ++j) {
+        const PromptTokenLogprob& scored = seq.positions[j];
+        auto out_position = positions[static_cast<unsigned>(j)];
+        out_position.setTokenId(scored.token_id);
+        out_position.setLogprob(scored.logprob);
+        if (!scored.top_logprobs.empty()) {
+          FillTokenLogprobs(scored.top_logprobs,
+                            out_position.initTopLogprobs(static_cast<unsigned>(scored.top_logprobs.size())));
+        }
+      }
     }
   }
 }
@@ -113,9 +148,18 @@ StepResult ReadStepResult(wire::StepResult::Reader in) {
     seq.seq_id = s.getSeqId();
     seq.token_id = s.getTokenId();
     seq.logprob = s.getLogprob();
-    for (auto t : s.getTopLogprobs()) seq.top_logprobs.push_back({t.getTokenId(), t.getLogprob()});
+    seq.top_logprobs = ReadTokenLogprobs(s.getTopLogprobs());
     seq.logits = ReadList<float>(s.getLogits());
     result.sequences.push_back(std::move(seq));
+  }
+  for (auto p : in.getPromptLogprobs()) {
+    PromptLogprobsResult seq;
+    seq.seq_id = p.getSeqId();
+    seq.positions.reserve(p.getPositions().size());
+    for (auto scored : p.getPositions()) {
+      seq.positions.push_back({scored.getTokenId(), scored.getLogprob(), ReadTokenLogprobs(scored.getTopLogprobs())});
+    }
+    result.prompt_logprobs.push_back(std::move(seq));
   }
   return result;
 }

@@ -57,6 +57,15 @@ StatusOr<std::unique_ptr<ZmqSocket>> ZmqSocket::Open(zmq::context_t& context, zm
                                                       : 3 * options.heartbeat_ivl_ms);
     }
     if (!options.routing_id.empty()) socket.set(zmq::sockopt::routing_id, options.routing_id);
+    if (options.curve_server) {
+      socket.set(zmq::sockopt::curve_server, 1);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve_secret_key);
+      socket.set(zmq::sockopt::zap_domain, options.zap_domain);
+    } else if (!options.curve_server_key.empty()) {
+      socket.set(zmq::sockopt::curve_serverkey, options.curve_server_key);
+      socket.set(zmq::sockopt::curve_publickey, options.curve_public_key);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve_secret_key);
+    }
     if (type == zmq::socket_type::router && options.router_mandatory) {
       socket.set(zmq::sockopt::router_mandatory, 1);
     }

@@ -44,6 +44,14 @@ struct SocketOptions {
   bool router_mandatory = true;                    // ROUTER: sending to an unknown peer is an error
   int heartbeat_ivl_ms = 0;                        // ZMQ_HEARTBEAT_IVL (0: off); TCP-level liveness
   int heartbeat_timeout_ms = 0;                    // ZMQ_HEARTBEAT_TIMEOUT
+  // CurveZMQ (comm/curve_keys.h), Z85 keys. A server socket sets curve_secret_key and a ZAP domain
+  // (the ZapAuthenticator of its context admits the domain's listed keys); a client socket sets
+  // curve_server_key plus its own public and secret keys. All empty: plain TCP.
+  bool curve_server = false;
+  std::string curve_public_key;
+  std::string curve_secret_key;
+  std::string curve_server_key;  // client only: the server's public key
+  std::string zap_domain;        // server only: "clients" or "workers"
 };
 
 // One ZeroMQ socket. The context must outlive it. Not thread-safe (ZeroMQ sockets never are):

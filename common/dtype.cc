@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
+#include <string>
 
 #include "common/check.h"
 
@@ -15,6 +17,24 @@ bool IsSupportedDType(uint32_t t) {
       return true;
   }
   return false;
+}
+
+const char* GgmlTypeName(uint32_t ggml_type) {
+  // ggml.h's enum ggml_type; ids 4, 5 (Q4_2, Q4_3) and 31..33 (Q4_0_4_4 ...) were removed from it.
+  static constexpr const char* kNames[] = {
+      "F32",     "F16",    "Q4_0",   "Q4_1",   nullptr, nullptr,  "Q5_0",  "Q5_1", "Q8_0",   "Q8_1",
+      "Q2_K",    "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K",  "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL",  "IQ3_S",  "IQ2_S",  "IQ4_XS", "I8",    "I16",    "I32",   "I64",  "F64",    "IQ1_M",
+      "BF16",    nullptr,  nullptr,  nullptr,  "TQ1_0", "TQ2_0",  nullptr, nullptr, nullptr,  "MXFP4"};
+  return ggml_type < std::size(kNames) ? kNames[ggml_type] : nullptr;
+}
+
+std::string SupportedDTypeList() {
+  std::string out;
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    out += (out.empty() ? "" : ", ") + std::string(GgmlTypeName(static_cast<uint32_t>(t)));
+  }
+  return out;
 }
 
 const char* DTypeName(DType type) {

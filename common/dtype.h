@@ -43,6 +43,10 @@ static_assert(sizeof(BlockQ4_1) == 20);
 
 // True for the types this project reads and computes with.
 bool IsSupportedDType(uint32_t ggml_type);
+// ggml's name of any type id it defines ("Q4_K", "IQ2_XXS", ...), nullptr for an id it does not.
+const char* GgmlTypeName(uint32_t ggml_type);
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_1": the supported types, for error messages.
+std::string SupportedDTypeList();
 const char* DTypeName(DType type);
 // Parses "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1" (case-insensitive). False if unknown.
 bool ParseDType(const std::string& name, DType* out);

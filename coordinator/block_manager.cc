@@ -70,7 +70,7 @@ int32_t BlockManager::BlocksFor(int32_t num_positions, int32_t num_held) const {
 std::vector<int32_t> BlockManager::CachedPrefixBlocks(const Sequence& seq,
                                                       std::vector<uint64_t>* hashes) const {
   std::vector<int32_t> blocks;
-  if (!enable_prefix_caching_) return blocks;
+  if (!enable_prefix_caching_ || seq.needs_prompt_logprobs()) return blocks;
   // At least the last token is recomputed, so its logits exist to sample from.
   const int32_t max_blocks = (seq.num_tokens() - 1) / block_size_;
   std::vector<int32_t> tokens;
@@ -125,8 +125,10 @@ void BlockManager::Allocate(Sequence& seq, int32_t num_new_tokens) {
   }
   seq.block_hashes = std::move(hashes);
   seq.num_computed = static_cast<int32_t>(hits.size()) * block_size_;
-  prefix_query_tokens_ += seq.num_tokens();
-  prefix_hit_tokens_ += seq.num_computed;
+  if (!seq.needs_prompt_logprobs()) {
+    prefix_query_tokens_ += seq.num_tokens();
+    prefix_hit_tokens_ += seq.num_computed;
+  }
   const int32_t num_positions = seq.num_computed + num_new_tokens;
   const int32_t num_fresh = BlocksFor(num_positions, static_cast<int32_t>(seq.block_table.size()));
   for (int32_t i = 0; i < num_fresh; ++i) seq.block_table.push_back(TakeBlock());

@@ -54,7 +54,8 @@ class BlockManager {
 
   // --- First allocation of a sequence that holds no blocks (new or preempted). ---
   // Tokens of seq's prompt ++ output that the cache holds as leading full blocks, capped so at
-  // least the last token is recomputed (its logits are needed). Pure lookup. 0 when caching is off.
+  // least the last token is recomputed (its logits are needed). Pure lookup. 0 when caching is off
+  // or seq.needs_prompt_logprobs() (every prompt position must be computed; vLLM does the same).
   int32_t NumCachedPrefixTokens(const Sequence& seq) const;
   // Whether Allocate(seq, num_new_tokens) can succeed now.
   // REQUIRES: seq.block_table empty, num_new_tokens >= 0,
@@ -64,7 +65,8 @@ class BlockManager {
   int32_t MaxAllocatableTokens(const Sequence& seq) const;
   // Takes the cached prefix blocks (ref++), sets seq.num_computed to NumCachedPrefixTokens(seq),
   // and adds fresh blocks so positions [0, num_computed + num_new_tokens) have slots.
-  // Counts the lookup in the hit-rate stats. REQUIRES: CanAllocate(seq, num_new_tokens).
+  // Counts the lookup in the hit-rate stats (not for a sequence that cannot read the cache).
+  // REQUIRES: CanAllocate(seq, num_new_tokens).
   void Allocate(Sequence& seq, int32_t num_new_tokens);
 
   // --- Growth of a sequence that holds blocks (next prefill chunk, or a decode token). ---

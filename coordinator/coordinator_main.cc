@@ -5,6 +5,8 @@
 //   tpserve-coordinator --model M [--host 0.0.0.0] [--port 5555] [--worker-port 5556]
 //       [--max-num-seqs 64] [--max-batched-tokens 512] [--max-queue 256] [--max-model-len N]
 //       [--no-prefix-caching] [--api-key K]... [--step-timeout-ms 60000] [--client-timeout-ms 30000]
+//       [--metrics-port P] [--metrics-host 127.0.0.1] [--keys DIR] [--insecure]
+// --metrics-port serves GET /metrics (Prometheus text) over HTTP; off without it.
 //   (tpserve-coordinator --help: what each flag does)
 #include <csignal>
 #include <iostream>
@@ -30,7 +32,7 @@ void OnSignal(int) {
 
 struct Flags {
   std::string model;
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";  // another address needs --keys (or --insecure)
   int port = 5555;
   int worker_port = 5556;
   ServerOptions server;
@@ -41,7 +43,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   const auto count = CLI::Range(0, 1 << 30);
   app.add_option("--model", f.model, "GGUF file: its config and tokenizer (the weights stay with the workers)")
       ->required();
-  app.add_option("--host", f.host, "address of both endpoints")->capture_default_str();
+  app.add_option("--host", f.host, "address of both endpoints (another than loopback needs --keys or --insecure)")
+      ->capture_default_str();
   app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(0, 65535))
       ->capture_default_str();
@@ -56,6 +59,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--no-prefix-caching", [&s](int64_t) { s.scheduler.enable_prefix_caching = false; },
                "never reuse cached prompt blocks");
   app.add_option("--api-key", s.api_keys, "a key clients must send (repeatable; none: no check)");
+  app.add_option("--keys", s.keys_dir, "CURVE key directory (`tpserve keys init DIR`)");
+  app.add_flag("--insecure", s.insecure, "bind a non-loopback host without keys");
+  app.add_option("--metrics-port", s.metrics_port, "serve GET /metrics (Prometheus text) over HTTP on this port")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-host", s.metrics_host, "the metrics endpoint's address")->capture_default_str();
   app.add_option_function<int>(
          "--step-timeout-ms", [&s](int ms) { s.step_timeout = std::chrono::milliseconds(ms); },
          "a worker group that takes longer for a step is lost")
@@ -114,7 +122,11 @@ int Main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   std::cout << "tpserve-coordinator: serving " << options.model_name << " on " << (*server)->client_endpoint()
-            << " (workers: " << (*server)->worker_endpoint() << ")" << std::endl;
+            << " (workers: " << (*server)->worker_endpoint() << ")";
+  if ((*server)->metrics_port() >= 0) {
+    std::cout << " (metrics: http://" << options.metrics_host << ":" << (*server)->metrics_port() << "/metrics)";
+  }
+  std::cout << std::endl;
   Status run = (*server)->Run();
   g_server = nullptr;
   if (!run.ok()) return fail(run);

@@ -17,7 +17,8 @@ RequestStream::RequestStream(uint64_t client_request_id, const proto::GenerateRe
     : client_request_id_(client_request_id),
       seed_(seed),
       is_stream_(request.stream),
-      wants_logprobs_(request.sampling.num_logprobs > 0) {
+      wants_logprobs_(request.sampling.num_logprobs > 0),
+      wants_prompt_logprobs_(request.prompt_logprobs) {
   const uint32_t n = std::max<uint32_t>(request.n, 1);
   samples_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
@@ -35,6 +36,18 @@ proto::ServerMessage RequestStream::ChunkMessage(Sample& sample) {
   m.chunk = std::move(sample.pending);
   sample.pending = proto::TokenChunk();
   sample.pending.sample_index = m.chunk.sample_index;
+  return m;
+}
+
+proto::ServerMessage RequestStream::PromptLogprobsMessage(const SequenceEvent& event) const {
+  proto::ServerMessage m;
+  m.request_id = client_request_id_;
+  m.kind = proto::ServerMessageKind::kPromptLogprobs;
+  m.prompt_logprobs.token_ids = event.prompt_ids;
+  m.prompt_logprobs.logprobs.reserve(event.prompt_logprobs.size());
+  for (const PromptTokenLogprob& scored : event.prompt_logprobs) {
+    m.prompt_logprobs.logprobs.push_back({scored.logprob, scored.top_logprobs});
+  }
   return m;
 }
 
@@ -59,6 +72,10 @@ RequestStream::Output RequestStream::OnEvent(const SequenceEvent& event) {
   if (event.sample_index < 0 || event.sample_index >= num_samples()) return out;
   Sample& sample = samples_[event.sample_index];
   if (sample.is_finished) return out;
+  if (wants_prompt_logprobs_ && event.has_prompt_logprobs && !is_prompt_logprobs_sent_) {
+    out.messages.push_back(PromptLogprobsMessage(event));
+    is_prompt_logprobs_sent_ = true;
+  }
   if (event.token_id >= 0) {
     sample.pending.token_ids.push_back(event.token_id);
     if (wants_logprobs_) sample.pending.logprobs.push_back({event.logprob, event.top_logprobs});
@@ -83,7 +100,7 @@ RequestStream::Output RequestStream::OnEvent(const SequenceEvent& event) {
     usage.ttft_s = event.ttft_s;
     usage.tpot_s = event.tpot_s;
     if (out.is_stop_string_hit && !event.is_finished) return out;  // caller aborts, then FinishSample
-    out.messages = FinishSample(event.sample_index, reason, usage);
+    for (auto& m : FinishSample(event.sample_index, reason, usage)) out.messages.push_back(std::move(m));
     return out;
   }
   if (is_stream_ && (!sample.pending.token_ids.empty() || !sample.pending.text.empty())) {

@@ -3,6 +3,9 @@
 // sent as soon as it is final; with stream=false everything of a sample goes out in one chunk
 // right before its finish.
 //
+// Prompt logprobs (request.prompt_logprobs): one PromptLogprobs message per request, before its
+// first chunk, from the first event that carries them (SequenceEvent::has_prompt_logprobs).
+//
 // Token ids: every sampled token is reported, including the EOS / stop token that ended a sample
 // (as `tpserve-run --print-ids` prints them); the text of such a finishing token is not output.
 #pragma once
@@ -61,12 +64,15 @@ class RequestStream {
   };
 
   proto::ServerMessage ChunkMessage(Sample& sample);
+  proto::ServerMessage PromptLogprobsMessage(const SequenceEvent& event) const;
   proto::ServerMessage FinishMessage(int32_t sample_index, proto::FinishReason reason, const SampleUsage& usage);
 
   uint64_t client_request_id_;
   uint64_t seed_;
   bool is_stream_;
   bool wants_logprobs_;
+  bool wants_prompt_logprobs_;
+  bool is_prompt_logprobs_sent_ = false;
   std::vector<Sample> samples_;
   int32_t num_finished_ = 0;
 };

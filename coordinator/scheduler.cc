@@ -122,6 +122,7 @@ Status Scheduler::Add(ScheduleRequest request) {
     seq->priority = request.priority;
     seq->arrival_order = arrival;
     seq->arrival_time_s = arrival_time;
+    seq->wants_prompt_logprobs = request.prompt_logprobs;
     Sequence* raw = seq.get();
     live_.emplace(raw->seq_id, std::move(seq));
     if (fork && i > 0) {
@@ -167,6 +168,8 @@ void Scheduler::Preempt(Sequence* seq) {
   CHECK(seq->status == SequenceStatus::kRunning) << "seq " << seq->seq_id;
   block_manager_.Free(*seq);
   Erase(running_, seq);
+  // It re-prefills from position 0 (no cached prefix while it needs prompt logprobs): scored again.
+  if (seq->needs_prompt_logprobs()) seq->prompt_logprobs.clear();
   seq->status = SequenceStatus::kWaiting;
   ++seq->num_preemptions;
   ++num_preemptions_;
@@ -180,6 +183,7 @@ void Scheduler::ForkChildren(Sequence* leader) {
   pending_forks_.erase(it);
   for (Sequence* child : children) {
     block_manager_.Fork(*leader, *child);
+    child->prompt_logprobs = leader->prompt_logprobs;  // the leader scored the prompt up to the fork
     child->status = SequenceStatus::kRunning;
     InsertOrdered(running_, child);
   }
@@ -315,6 +319,13 @@ SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens) co
   p.sampling = seq.sampling;
   p.sample_index = static_cast<uint32_t>(seq.num_output_tokens());
   if (p.needs_token && seq.sampling.has_penalties()) p.penalty_tokens = seq.AllTokens();
+  // Position i predicts token i + 1: this chunk scores the prompt tokens up to position P - 2.
+  const int32_t end = seq.num_computed + num_new_tokens;
+  if (seq.needs_prompt_logprobs() && seq.num_computed <= seq.num_prompt_tokens() - 2) {
+    CHECK_EQ(static_cast<int32_t>(seq.prompt_logprobs.size()), seq.num_computed) << "seq " << seq.seq_id;
+    p.prompt_logprobs = true;
+    p.next_prompt_token = end < seq.num_prompt_tokens() ? seq.prompt_ids[end] : -1;
+  }
   return p;
 }
 
@@ -353,16 +364,25 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
                            std::to_string(result.sequences.size()) + " tokens, expected " +
                            std::to_string(num_needing));
   }
+  RETURN_IF_ERROR(CheckPromptLogprobs(plan, result));
 
   in_flight_ = false;
   const double now = Now();
   size_t r = 0;
-  for (const InFlightSequence& planned : in_flight_plan_) {
+  size_t scored = 0;
+  for (size_t i = 0; i < in_flight_plan_.size(); ++i) {
+    const InFlightSequence& planned = in_flight_plan_[i];
     const SequenceResult* sampled = planned.needs_token ? &result.sequences[r++] : nullptr;
+    const PromptLogprobsResult* prompt =
+        plan.sequences[i].prompt_logprobs ? &result.prompt_logprobs[scored++] : nullptr;
     auto it = live_.find(planned.seq_id);
     // Aborted while the step ran (and perhaps its request id reused since): nothing to apply.
     if (it == live_.end() || it->second->status != SequenceStatus::kRunning) continue;
     Sequence* seq = it->second.get();
+    if (prompt != nullptr) {
+      CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_computed) << "seq " << seq->seq_id;
+      seq->prompt_logprobs.insert(seq->prompt_logprobs.end(), prompt->positions.begin(), prompt->positions.end());
+    }
     seq->num_computed += planned.num_tokens;
     block_manager_.MarkComputed(*seq);
     if (sampled == nullptr) {
@@ -384,6 +404,14 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
       event.token_id = sampled->token_id;
       event.logprob = sampled->logprob;
       event.top_logprobs = sampled->top_logprobs;
+      if (seq->wants_prompt_logprobs && seq->num_output_tokens() == 1) {
+        CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_prompt_tokens() - 1)
+            << "seq " << seq->seq_id;
+        event.has_prompt_logprobs = true;
+        event.prompt_ids = seq->prompt_ids;
+        event.prompt_logprobs = std::move(seq->prompt_logprobs);
+        seq->prompt_logprobs.clear();
+      }
       if (StopsAfter(*seq, sampled->token_id)) {
         reason = FinishReason::kStop;
       } else if (seq->num_output_tokens() >= seq->stopping.max_tokens ||
@@ -400,6 +428,33 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
   }
   in_flight_plan_.clear();
   return events;
+}
+
+Status Scheduler::CheckPromptLogprobs(const StepPlan& plan, const StepResult& result) {
+  size_t scored = 0;
+  for (const SequencePlan& seq : plan.sequences) {
+    if (!seq.prompt_logprobs) continue;
+    const std::string where = "step " + std::to_string(plan.step_id) + " prompt logprobs of seq " +
+                              std::to_string(seq.seq_id) + ": ";
+    if (scored >= result.prompt_logprobs.size() || result.prompt_logprobs[scored].seq_id != seq.seq_id) {
+      return InvalidArgument(where + "missing");
+    }
+    const std::vector<PromptTokenLogprob>& positions = result.prompt_logprobs[scored++].positions;
+    if (static_cast<int32_t>(positions.size()) != seq.num_prompt_logprobs()) {
+      return InvalidArgument(where + std::to_string(positions.size()) + " positions, expected " +
+                             std::to_string(seq.num_prompt_logprobs()));
+    }
+    for (size_t j = 0; j < positions.size(); ++j) {
+      const int32_t expected = j + 1 < seq.token_ids.size() ? seq.token_ids[j + 1] : seq.next_prompt_token;
+      if (positions[j].token_id != expected) {
+        return InvalidArgument(where + "position " + std::to_string(seq.num_cached + j) + " scored token " +
+                               std::to_string(positions[j].token_id) + ", the prompt has " +
+                               std::to_string(expected));
+      }
+    }
+  }
+  if (scored != result.prompt_logprobs.size()) return InvalidArgument("step result has unasked prompt logprobs");
+  return OkStatus();
 }
 
 void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) const {

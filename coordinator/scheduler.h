@@ -47,6 +47,9 @@ struct ScheduleRequest {
   int32_t num_samples = 1;          // n, 1..kMaxSamplesPerRequest; sample i gets SequenceIdOf(id, i)
   int32_t priority = 0;             // smaller first, when SchedulerConfig::enable_priority
   double arrival_time_s = -1;       // < 0: now (the Scheduler's clock)
+  // Score every prompt token during prefill (SequencePlan::prompt_logprobs, top-n =
+  // sampling.num_logprobs); the request's samples then read no cached prefix blocks.
+  bool prompt_logprobs = false;
 };
 
 // What happened to one sequence in a step, for the server to stream.
@@ -57,6 +60,12 @@ struct SequenceEvent {
   int32_t token_id = -1;  // the new token; -1 when none (finished on an error)
   float logprob = 0.0f;
   std::vector<TokenLogprob> top_logprobs;
+  // On the event of a sample's first token when the request asked for prompt logprobs: the prompt
+  // and the logprob of each of its tokens after the first (token i + 1 given tokens 0..i). Every
+  // sample's first event carries them (they are the same); the server sends them once.
+  bool has_prompt_logprobs = false;
+  std::vector<int32_t> prompt_ids;                  // [P]
+  std::vector<PromptTokenLogprob> prompt_logprobs;  // [P - 1]
   bool is_finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   // Usage, filled when is_finished.
@@ -100,11 +109,11 @@ class Scheduler {
   // REQUIRES: no plan in flight.
   StepPlan Schedule();
 
-  // Applies the result of the plan returned by the last Schedule(): advances num_computed, appends
-  // sampled tokens, finishes sequences (EOS unless ignore_eos, stop token, max_tokens,
+  // Applies the result of the plan returned by the last Schedule(): advances num_computed, collects
+  // prompt logprobs, appends sampled tokens, finishes sequences (EOS unless ignore_eos, stop token, max_tokens,
   // max_model_len) and frees their blocks. Returns one event per sampled token, in plan order
   // (sequences aborted since Schedule() are skipped). A result that does not match the plan
-  // (step id, sequence ids or count) is INVALID_ARGUMENT and changes nothing; the plan stays in
+  // (step id, sequence ids or count, prompt logprobs' sequences, counts or token ids) is INVALID_ARGUMENT and changes nothing; the plan stays in
   // flight so the caller can DiscardInFlight(). REQUIRES: a plan in flight.
   StatusOr<std::vector<SequenceEvent>> Postprocess(const StepPlan& plan, const StepResult& result);
 
@@ -153,6 +162,8 @@ class Scheduler {
     int32_t num_tokens;
     bool needs_token;
   };
+  // The result's prompt logprobs match the plan's requests (sequences, counts, token ids).
+  static Status CheckPromptLogprobs(const StepPlan& plan, const StepResult& result);
 
   const SchedulerConfig config_;
   BlockManager block_manager_;

@@ -64,6 +64,7 @@ struct Sequence {
   StoppingCriteria stopping;
   int32_t priority = 0;        // smaller runs first when SchedulerConfig::enable_priority
   uint64_t arrival_order = 0;  // assigned by Scheduler::Add; FCFS tie-break, same for all samples
+  bool wants_prompt_logprobs = false;  // the request asked for the logprob of every prompt token
 
   // Progress.
   std::vector<int32_t> output_ids;  // [O] sampled so far (kept across preemption)
@@ -75,6 +76,9 @@ struct Sequence {
   // Prompt tokens served from the prefix cache at the first allocation (for usage reporting).
   int32_t num_cached_prompt_tokens = 0;
   int32_t num_preemptions = 0;
+  // Logprobs of prompt tokens 1.. scored so far (prompt_logprobs[i]: token i + 1 given 0..i), while
+  // needs_prompt_logprobs(); handed to the first token's event, then empty.
+  std::vector<PromptTokenLogprob> prompt_logprobs;  // [<= P - 1]
 
   // KV memory (written by BlockManager): logical block i -> physical block id.
   std::vector<int32_t> block_table;  // [ceil(allocated positions / block_size)]
@@ -97,6 +101,9 @@ struct Sequence {
   // Tokens still to be computed before the next token can be sampled.
   int32_t num_uncomputed() const { return num_tokens() - num_computed; }
   bool is_finished() const { return status == SequenceStatus::kFinished; }
+  // Its prompt logprobs are not out yet (they go with the first sampled token). Until then its
+  // prefill must compute every prompt position, so it takes no cached prefix blocks.
+  bool needs_prompt_logprobs() const { return wants_prompt_logprobs && output_ids.empty(); }
 
   // Time to first token and mean time per output token after the first (seconds; -1 if unknown).
   double ttft_s() const;

@@ -1,5 +1,8 @@
 #include "coordinator/server.h"
 
+#include "comm/curve_keys.h"
+#include "comm/zap_authenticator.h"
+
 #include <algorithm>
 #include <zmq.hpp>
 
@@ -23,13 +26,50 @@ proto::ServerMessage ReplyTo(uint64_t request_id, proto::ServerMessageKind kind)
 }  // namespace
 
 Server::Server(const ServerOptions& options, const Tokenizer* tokenizer)
-    : options_(options), tokenizer_(tokenizer), prompt_builder_(tokenizer) {}
+    : options_(options), tokenizer_(tokenizer), prompt_builder_(tokenizer), metrics_(options.model_name) {}
 
 Server::~Server() {
+  metrics_http_.reset();
   client_socket_.reset();
   worker_socket_.reset();
+  zap_.reset();
   context_.reset();
 }
+
+namespace {
+
+// CURVE on both sockets when there is a key directory (its ZAP handler admitting the listed keys);
+// otherwise plain TCP, which is refused on a non-loopback endpoint unless options.insecure.
+StatusOr<std::unique_ptr<ZapAuthenticator>> SecureSockets(const ServerOptions& options, zmq::context_t& context,
+                                                          SocketOptions* client_options, SocketOptions* worker_options) {
+  if (options.keys_dir.empty()) {
+    for (const std::string& endpoint : {options.client_endpoint, options.worker_endpoint}) {
+      if (IsLoopbackEndpoint(endpoint)) continue;
+      if (!options.insecure) {
+        return FailedPrecondition(
+            "refusing to bind " + endpoint + " unencrypted and unauthenticated: make keys with `tpserve keys init DIR` "
+            "and pass --keys DIR (clients and worker groups get theirs from DIR), or pass --insecure to accept the risk");
+      }
+      LOG(WARN) << "coordinator: --insecure: " << endpoint
+                << " is open to anyone who can reach it, unencrypted (no --keys)";
+    }
+    return std::unique_ptr<ZapAuthenticator>();
+  }
+  ASSIGN_OR_RETURN(CurveServerKeys keys, LoadCurveServerKeys(options.keys_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<ZapAuthenticator> zap,
+                   ZapAuthenticator::Start(context, {{"clients", keys.client_public_keys},
+                                                     {"workers", keys.worker_public_keys}}));
+  for (auto [socket_options, domain] : {std::pair{client_options, "clients"}, std::pair{worker_options, "workers"}}) {
+    socket_options->curve_server = true;
+    socket_options->curve_secret_key = keys.server.secret_key;
+    socket_options->zap_domain = domain;
+  }
+  LOG(INFO) << "coordinator: CURVE on, " << keys.client_public_keys.size() << " client key(s), "
+            << keys.worker_public_keys.size() << " worker key(s) from " << options.keys_dir;
+  return zap;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, const Tokenizer* tokenizer) {
   if (options.limits.vocab_size <= 0 || options.limits.context_length <= 1) {
@@ -37,18 +77,25 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, c
   }
   std::unique_ptr<Server> server(new Server(options, tokenizer));
   server->context_ = std::make_unique<zmq::context_t>(1);
-  SocketOptions client_options;
+  SocketOptions client_options, worker_options;
+  ASSIGN_OR_RETURN(server->zap_, SecureSockets(options, *server->context_, &client_options, &worker_options));
   client_options.max_message_bytes = proto::kMaxClientMessageBytes;
   client_options.send_hwm = 100000;
   client_options.recv_hwm = 10000;
   client_options.router_mandatory = true;
   ASSIGN_OR_RETURN(server->client_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.client_endpoint, client_options));
-  SocketOptions worker_options;
   worker_options.max_message_bytes = int64_t{256} << 20;  // step results with logits (tests)
   worker_options.router_mandatory = true;
   ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.worker_endpoint, worker_options));
+  if (options.metrics_port >= 0) {
+    Server* raw = server.get();
+    ASSIGN_OR_RETURN(server->metrics_http_,
+                     MetricsHttpServer::Start(options.metrics_host, options.metrics_port, [raw] {
+                       return raw->metrics_exchange_.Fetch(std::chrono::seconds(2));
+                     }));
+  }
   LOG(INFO) << "coordinator: clients on " << server->client_endpoint() << ", workers on "
             << server->worker_endpoint();
   return server;
@@ -94,6 +141,7 @@ Status Server::Run() {
     CheckGroups(now);
     ExpireSilentClients(now);
     StartSteps();
+    if (metrics_exchange_.is_wanted()) metrics_exchange_.Publish(metrics_.Render(groups_));
   }
   ShutdownGroups(stop_requested_.load() ? "coordinator stopped" : "coordinator drained");
   LOG(INFO) << "coordinator: exiting";
@@ -112,6 +160,7 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
   StatusOr<proto::ClientMessage> decoded = proto::DecodeClientMessage(frames[1].data(), frames[1].size());
   if (!decoded.ok()) {
     ++num_messages_dropped_;
+    metrics_.OnFailed(0, proto::ErrorKind::kInvalidRequest);
     // Answer so a well-meaning client learns why; request id 0: we could not read one.
     SendToClient(client_id, proto::MakeErrorMessage(0, proto::ErrorKind::kInvalidRequest, decoded.status().message()));
     return;
@@ -147,7 +196,12 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
       break;
     }
     case proto::ClientMessageKind::kHeartbeat: break;
-    case proto::ClientMessageKind::kMetrics:
+    case proto::ClientMessageKind::kMetrics: {
+      proto::ServerMessage reply = ReplyTo(message.request_id, proto::ServerMessageKind::kMetrics);
+      reply.metrics.text = metrics_.Render(groups_);
+      SendToClient(client_id, reply);
+      break;
+    }
     case proto::ClientMessageKind::kTokenize:
     case proto::ClientMessageKind::kDetokenize:
       Reject(client_id, message.request_id, Status(StatusCode::kUnimplemented, "not implemented yet"));
@@ -157,16 +211,19 @@ void Server::HandleClientFrames(std::vector<std::string> frames) {
 
 void Server::Reject(const std::string& client_id, uint64_t client_request_id, const Status& status) {
   ++num_requests_rejected_;
+  metrics_.OnFailed(0, proto::ErrorKindFromStatus(status));
   SendToClient(client_id,
                proto::MakeErrorMessage(client_request_id, proto::ErrorKindFromStatus(status), status.message()));
 }
 
 void Server::RejectUnavailable(const std::string& client_id, uint64_t client_request_id, std::string why) {
   ++num_requests_rejected_;
+  metrics_.OnFailed(0, proto::ErrorKind::kUnavailable);
   SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kUnavailable, std::move(why)));
 }
 
 void Server::HandleGenerate(const std::string& client_id, const proto::ClientMessage& message) {
+  const Clock::time_point arrival = Clock::now();
   ++num_requests_total_;
   const uint64_t client_request_id = message.request_id;
   if (request_by_client_.count({client_id, client_request_id})) {
@@ -213,7 +270,9 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   }
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
+  schedule.prompt_logprobs = request.prompt_logprobs;
   const uint64_t seed = schedule.sampling.seed;
+  const int32_t num_prompt_tokens = static_cast<int32_t>(schedule.prompt_ids.size());
   Status added = group->scheduler().Add(std::move(schedule));
   if (!added.ok()) return Reject(client_id, client_request_id, added);
 
@@ -223,6 +282,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   live.stream = std::make_unique<RequestStream>(client_request_id, request, seed, tokenizer_);
   requests_.emplace(next_request_id_, std::move(live));
   request_by_client_[{client_id, client_request_id}] = next_request_id_;
+  metrics_.OnArrival(next_request_id_, num_prompt_tokens, arrival);
   ++next_request_id_;
 }
 
@@ -242,6 +302,7 @@ void Server::HandleCancel(const std::string& client_id, uint64_t client_request_
     }
     for (auto& m : live.stream->FinishSample(i, proto::FinishReason::kCancelled, usage)) messages.push_back(std::move(m));
   }
+  metrics_.OnFinished(request_id, FinishReason::kCancelled, Clock::now());
   ForgetRequest(request_id);
   for (const auto& m : messages) SendToClient(client_id, m);
 }
@@ -260,7 +321,11 @@ void Server::DropClient(const std::string& client_id) {
        it != request_by_client_.end() && it->first.first == client_id; ++it) {
     ids.push_back(it->second);
   }
-  for (uint64_t id : ids) ForgetRequest(id);
+  const Clock::time_point now = Clock::now();
+  for (uint64_t id : ids) {
+    metrics_.OnFinished(id, FinishReason::kCancelled, now);  // by a client that is gone
+    ForgetRequest(id);
+  }
   client_last_seen_.erase(client_id);
 }
 
@@ -456,6 +521,7 @@ void Server::StartSteps() {
           failed.emplace_back(id, "could not send a step: " + sent.ToString());
           continue;
         }
+        metrics_.OnScheduled(plan, now);
         group->SetInFlight(std::move(plan), now);
       } else {
         group->scheduler().DiscardInFlight();
@@ -490,6 +556,7 @@ void Server::HandleStepResult(WorkerGroupLink& group, const StepResult& result) 
     return;
   }
   ++num_steps_total_;
+  metrics_.OnStepResult(group.group_id(), plan, result);
   Stream(group, *events);
 }
 
@@ -509,23 +576,29 @@ void Server::FailStep(WorkerGroupLink& group, const Status& error) {
     const uint64_t client_request_id = it->second.stream->client_request_id();
     ForgetRequest(request_id);
     ++num_requests_rejected_;
+    metrics_.OnFailed(request_id, proto::ErrorKind::kInternal);
     SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
                                                     "the worker group failed this request's step: " + error.message()));
   }
 }
 
 void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events) {
+  const Clock::time_point now = Clock::now();
   int64_t num_tokens = 0;
   for (const SequenceEvent& event : events) {
     auto it = requests_.find(event.request_id);
     if (it == requests_.end()) continue;
     LiveRequest& live = it->second;
-    if (event.token_id >= 0) ++num_tokens;
+    if (event.token_id >= 0) {
+      ++num_tokens;
+      metrics_.OnToken(event.request_id, event.sample_index, now);
+    }
     if (event.is_finished && event.finish_reason == FinishReason::kError) {
       const std::string client_id = live.client_id;
       const uint64_t client_request_id = live.stream->client_request_id();
       ForgetRequest(event.request_id);  // the other samples too
       ++num_requests_rejected_;
+      metrics_.OnFailed(event.request_id, proto::ErrorKind::kInternal);
       SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
                                                       "the worker group returned no token for this request"));
       continue;
@@ -543,13 +616,13 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     const bool is_done = live.stream->all_finished();
     if (is_done) {
       ++num_requests_finished_;
+      metrics_.OnFinished(event.request_id, out.is_stop_string_hit ? FinishReason::kStop : event.finish_reason, now);
       request_by_client_.erase({client_id, live.stream->client_request_id()});
       requests_.erase(it);
     }
     for (const auto& m : out.messages) SendToClient(client_id, m);
   }
   num_generated_tokens_ += static_cast<uint64_t>(num_tokens);
-  const Clock::time_point now = Clock::now();
   recent_tokens_.emplace_back(now, num_tokens);
   while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kThroughputWindow) {
     recent_tokens_.erase(recent_tokens_.begin());
@@ -578,8 +651,10 @@ void Server::LoseGroup(uint32_t group_id, const std::string& why) {
                         proto::MakeErrorMessage(it->second.stream->client_request_id(), proto::ErrorKind::kWorkerLost,
                                                 "the worker group running this request was lost (" + why + ")"));
     request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
+    metrics_.OnFailed(it->first, proto::ErrorKind::kWorkerLost);
     it = requests_.erase(it);
   }
+  metrics_.OnGroupLost(*group_it->second);
   (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
   groups_.erase(group_it);
   for (const auto& [client_id, message] : errors) SendToClient(client_id, message);

@@ -9,6 +9,7 @@
 //     worker messages  → Hello (register), StepResult → Postprocess → stream events, heartbeats
 //     each idle group  → plan = scheduler.Schedule(); send plan            (the engine step)
 //     deadlines        → lost groups (worker_lost errors), silent clients (cancel)
+//     a scrape waits   → render the metrics (coordinator/server_metrics.h) for the HTTP thread
 //
 // Robustness: a malformed, oversized or unknown message is dropped and counted (or answered with a
 // typed error when it names a request), never a crash; a send to a vanished client cancels its
@@ -29,10 +30,13 @@
 #include "comm/client_codec.h"
 #include "comm/worker_message.h"
 #include "common/status.h"
+#include "coordinator/metrics_exchange.h"
+#include "coordinator/metrics_http_server.h"
 #include "coordinator/prompt_builder.h"
 #include "coordinator/request_stream.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/scheduler_config.h"
+#include "coordinator/server_metrics.h"
 #include "coordinator/worker_group_link.h"
 #include "model/tokenizer.h"
 
@@ -43,10 +47,15 @@ class context_t;
 namespace tpserve {
 
 class ZmqSocket;
+class ZapAuthenticator;
 
 struct ServerOptions {
-  std::string client_endpoint = "tcp://*:5555";
-  std::string worker_endpoint = "tcp://*:5556";
+  std::string client_endpoint = "tcp://127.0.0.1:5555";
+  std::string worker_endpoint = "tcp://127.0.0.1:5556";
+  // CURVE key directory (comm/curve_keys.h): both sockets encrypt, and admit only the listed client
+  // and worker-group keys. Without it, binding a non-loopback endpoint is refused unless insecure.
+  std::string keys_dir;
+  bool insecure = false;
   SchedulerConfig scheduler;
   std::string model_name;
   ModelLimits limits;         // vocab size and context length of the served model
@@ -64,6 +73,10 @@ struct ServerOptions {
   std::chrono::milliseconds client_timeout{30000};
   // Largest queued + running requests over all groups before `overloaded`.
   int32_t max_live_requests = 1024;
+  // GET /metrics over HTTP on metrics_host:metrics_port (0: a free port; -1: not served; the
+  // `metrics` client request answers either way).
+  std::string metrics_host = "127.0.0.1";
+  int metrics_port = -1;
 };
 
 class Server {
@@ -77,6 +90,8 @@ class Server {
   // The bound endpoints (ports resolved), e.g. "tcp://0.0.0.0:5555".
   const std::string& client_endpoint() const;
   const std::string& worker_endpoint() const;
+  // The bound metrics port, or -1 when not served.
+  int metrics_port() const { return metrics_http_ ? metrics_http_->port() : -1; }
 
   // Serves until drained (OK) or stopped (OK), or the sockets fail (UNAVAILABLE).
   Status Run();
@@ -131,6 +146,7 @@ class Server {
   const Tokenizer* tokenizer_;
   PromptBuilder prompt_builder_;
   std::unique_ptr<zmq::context_t> context_;
+  std::unique_ptr<ZapAuthenticator> zap_;  // CURVE only; stops before the context ends
   std::unique_ptr<ZmqSocket> client_socket_;
   std::unique_ptr<ZmqSocket> worker_socket_;
 
@@ -154,6 +170,10 @@ class Server {
   uint64_t num_generated_tokens_ = 0;
   // Tokens per second over a sliding window of recent steps: (time, tokens).
   std::vector<std::pair<Clock::time_point, int64_t>> recent_tokens_;
+
+  ServerMetrics metrics_;
+  MetricsExchange metrics_exchange_;                // the loop → the HTTP thread
+  std::unique_ptr<MetricsHttpServer> metrics_http_;  // declared last: stopped first
 };
 
 }  // namespace tpserve

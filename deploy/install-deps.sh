@@ -10,7 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  iproute2 procps
+  iproute2 procps tcpdump
   nlohmann-json3-dev libssl-dev libcli11-dev   # JSON (common/json.cc), SHA-256 (libcrypto), flags (CLI11)
 )
 
@@ -28,4 +28,18 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# The metrics test (tests/python/test_metrics.py) scrapes a real coordinator with a Prometheus server and
+# lints the exposition with promtool; the coordinator serves --metrics-port with Boost.Beast.
+metrics_packages=(prometheus libboost-dev)
+metrics_missing=()
+for p in "${metrics_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || metrics_missing+=("$p")
+done
+if ((${#metrics_missing[@]})); then
+  echo "install-deps: installing ${metrics_missing[*]}"
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  ${sudo_cmd:-} apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive ${sudo_cmd:-} apt-get install -y -qq --no-install-recommends "${metrics_missing[@]}"
 fi

@@ -35,6 +35,7 @@ class Cursor {
  public:
   explicit Cursor(const TensorFile& file) : file_(file), size_(file.size()) {}
 
+  const std::string& path() const { return file_.path(); }
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
 
@@ -228,7 +229,12 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     uint32_t type = 0;
     RETURN_IF_ERROR(c.U32(&type, info.name + " type"));
     if (!IsSupportedDType(type)) {
-      return c.Error("tensor " + info.name + " has unsupported type " + std::to_string(type));
+      // A type ggml defines is a valid file we cannot read yet; an id it does not define is corruption.
+      if (const char* name = GgmlTypeName(type)) {
+        return Unimplemented(c.path() + ": tensor " + info.name + " has type " + name + " (id " + std::to_string(type) +
+                             "), which is not supported; supported: " + SupportedDTypeList());
+      }
+      return c.Error("tensor " + info.name + " has unknown type " + std::to_string(type));
     }
     info.type = static_cast<DType>(type);
     RETURN_IF_ERROR(c.U64(&relative_offsets[t], info.name + " offset"));

@@ -1,5 +1,7 @@
 #include "worker/group_session.h"
 
+#include "comm/curve_keys.h"
+
 #include <unistd.h>
 
 #include <variant>
@@ -134,6 +136,7 @@ Status ServeCoordinator(zmq::context_t& context, StepExecutor& group, const Grou
     gethostname(host, sizeof(host) - 1);
     socket_options.routing_id = std::string(host) + ":" + std::to_string(getpid());
   }
+  RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "workers", options.key_name, &socket_options));
   ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
                    ZmqSocket::Connect(context, zmq::socket_type::dealer, options.coordinator_endpoint, socket_options));
   Session session(socket.get(), &group, options);

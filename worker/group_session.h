@@ -19,6 +19,8 @@ struct GroupSessionOptions {
   std::string coordinator_endpoint;  // e.g. "tcp://10.0.0.1:5556"
   HelloMessage hello;                // what this group offers
   std::string routing_id;            // the DEALER's identity ("": hostname:pid)
+  std::string keys_dir;              // CURVE key directory ("": plain TCP); uses DIR/workers/<key_name>.key
+  std::string key_name;
   std::chrono::milliseconds connect_timeout{60000};  // until Hello is delivered and Welcome arrives
   std::chrono::milliseconds send_timeout{10000};
   // With heartbeats (Welcome.heartbeat_interval_ms > 0), the coordinator counts as lost after

@@ -89,8 +89,8 @@ StatusOr<StepResult> ModelExecutor::Execute(const StepPlan& plan) {
     batch.block_size = block_size_;
     logits_.resize(batch_.num_logit_rows() * shard().vocab_shard());
     RETURN_IF_ERROR(model_->Forward(batch, kv_caches_, logits_.data(), pool_.get(), *comm_));
-    ASSIGN_OR_RETURN(result.sequences, SampleStep(logits_.data(), batch_, shard(), config().vocab_size,
-                                                  plan.return_logits, *comm_));
+    RETURN_IF_ERROR(SampleStep(logits_.data(), batch_, shard(), config().vocab_size, plan.return_logits, *comm_,
+                               &result));
   }
   result.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.allreduce_ms = (comm_->collective_seconds() - collective_start) * 1e3;

@@ -45,6 +45,13 @@ struct SamplingRow {
   bool NeedsNucleusRounds() const { return !is_greedy && !use_top_k && use_top_p; }
 };
 
+// The logprob of a token of raw logit `raw` under the row's unmodified distribution: the one
+// formula for sampled, top and scored (worker/token_scorer.h) tokens, so they agree bitwise.
+// REQUIRES: round 2 unpacked (log_sum_exp set).
+inline float LogprobOf(const SamplingRow& row, float raw) {
+  return static_cast<float>(static_cast<double>(raw) - row.log_sum_exp);
+}
+
 // Sets the row's flags from row.params and its logits: raw: [V_shard], this rank's slice; the
 // processed logits (steps 1-4 of sampler.h) are computed into row.processed unless the identity.
 // REQUIRES: row.plan and row.params set.

@@ -30,6 +30,13 @@ Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_s
                                std::to_string(vocab_size));
       }
     }
+    if (seq.prompt_logprobs) {
+      if (seq.next_prompt_token < -1 || seq.next_prompt_token >= vocab_size) {
+        return InvalidArgument(where + "next prompt token " + std::to_string(seq.next_prompt_token) +
+                               " outside the vocabulary of " + std::to_string(vocab_size));
+      }
+      if (seq.sampling.num_logprobs < 0) return InvalidArgument(where + "num_logprobs must be >= 0");
+    }
     if (seq.needs_token) {
       Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
       if (!sampling.ok()) return InvalidArgument(where + sampling.message());
@@ -58,7 +65,11 @@ Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_bloc
   batch->slot_mapping.clear();
   batch->logit_rows.clear();
   batch->sampled_seqs.clear();
+  batch->score_targets.clear();
+  batch->score_num_logprobs.clear();
+  batch->scored_seqs.clear();
   batch->max_blocks_per_seq = 1;
+  std::vector<int32_t> score_rows;  // [R], appended to logit_rows after the sampled rows
   for (const SequencePlan& seq : plan.sequences) {
     const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
     batch->max_blocks_per_seq = std::max(batch->max_blocks_per_seq, CeilDiv(num_positions, block_size));
@@ -84,7 +95,17 @@ Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_bloc
       batch->logit_rows.push_back(static_cast<int32_t>(batch->token_ids.size() - 1));
       batch->sampled_seqs.push_back(&seq);
     }
+    if (seq.prompt_logprobs) {
+      batch->scored_seqs.push_back(&seq);
+      const int64_t num_scored = seq.num_prompt_logprobs();
+      for (int64_t i = 0; i < num_scored; ++i) {
+        score_rows.push_back(static_cast<int32_t>(first + i));
+        batch->score_targets.push_back(i + 1 < n ? seq.token_ids[i + 1] : seq.next_prompt_token);
+        batch->score_num_logprobs.push_back(seq.sampling.num_logprobs);
+      }
+    }
   }
+  batch->logit_rows.insert(batch->logit_rows.end(), score_rows.begin(), score_rows.end());
   return OkStatus();
 }
 

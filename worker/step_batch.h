@@ -17,16 +17,23 @@ struct StepBatch {
   std::vector<int32_t> slot_mapping;  // [T] cache slot = block * block_size + offset
   std::vector<int32_t> block_tables;  // [S, max_blocks_per_seq] (padding is 0 and never read)
   int64_t max_blocks_per_seq = 1;
-  std::vector<int32_t> logit_rows;                // [S_needing] token index of each sampled row
+  // Token index of each row whose logits the LM head computes: the sampled rows first, then the
+  // scored rows of the sequences with prompt_logprobs (plan order, position order within one).
+  std::vector<int32_t> logit_rows;                // [S_needing + R]
   std::vector<const SequencePlan*> sampled_seqs;  // [S_needing] borrowed from the plan
+  std::vector<int32_t> score_targets;             // [R] the prompt token each scored row predicts
+  std::vector<int32_t> score_num_logprobs;        // [R] top alternatives each scored row reports
+  std::vector<const SequencePlan*> scored_seqs;   // [S_scoring] the plans with prompt_logprobs
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_logit_rows() const { return static_cast<int64_t>(logit_rows.size()); }
+  int64_t num_sampled_rows() const { return static_cast<int64_t>(sampled_seqs.size()); }
 };
 
 // The plan errors an executor must refuse before touching its cache, all INVALID_ARGUMENT: a block
 // copy or block id outside [0, num_kv_blocks), a block table too short for its positions, a token id
-// outside [0, vocab_size), an empty sequence, a negative num_cached, bad sampling parameters.
+// outside [0, vocab_size) (next_prompt_token included), an empty sequence, a negative num_cached,
+// bad sampling parameters, a negative num_logprobs with prompt_logprobs.
 Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size);
 
 // Rebuilds *batch from `plan` (sequences in plan order). REQUIRES: ValidateStepPlan(plan, ...) is OK.

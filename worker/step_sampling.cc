@@ -1,8 +1,10 @@
 #include "worker/step_sampling.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "worker/sampler.h"
+#include "worker/token_scorer.h"
 
 namespace tpserve {
 namespace {
@@ -34,13 +36,29 @@ Status GatherLogits(const float* shard_logits, int64_t num_rows, int64_t vocab_s
 
 }  // namespace
 
-StatusOr<std::vector<SequenceResult>> SampleStep(const float* logits, const StepBatch& batch, const ShardPlan& shard,
-                                                 int64_t vocab_size, bool return_logits, Communicator& comm) {
-  const int64_t num_rows = batch.num_logit_rows();
+Status SampleStep(const float* logits, const StepBatch& batch, const ShardPlan& shard, int64_t vocab_size,
+                  bool return_logits, Communicator& comm, StepResult* result) {
+  const int64_t num_rows = batch.num_sampled_rows();
   const int64_t vocab_shard = shard.vocab_shard();
-  ASSIGN_OR_RETURN(std::vector<SequenceResult> results, SampleTokens(logits, num_rows, shard.vocab_begin, vocab_shard,
-                                                                     vocab_size, batch.sampled_seqs, comm));
-  if (!return_logits) return results;
+  ASSIGN_OR_RETURN(result->sequences, SampleTokens(logits, num_rows, shard.vocab_begin, vocab_shard, vocab_size,
+                                                   batch.sampled_seqs, comm));
+  if (!batch.scored_seqs.empty()) {
+    const int64_t num_scored = batch.num_logit_rows() - num_rows;
+    ASSIGN_OR_RETURN(std::vector<PromptTokenLogprob> scored,
+                     ScoreTokens(logits + num_rows * vocab_shard, num_scored, shard.vocab_begin, vocab_shard,
+                                 vocab_size, batch.score_targets, batch.score_num_logprobs, comm));
+    size_t next = 0;
+    for (const SequencePlan* seq : batch.scored_seqs) {
+      PromptLogprobsResult& out = result->prompt_logprobs.emplace_back();
+      out.seq_id = seq->seq_id;
+      const size_t n = static_cast<size_t>(seq->num_prompt_logprobs());
+      out.positions.assign(std::make_move_iterator(scored.begin() + next),
+                           std::make_move_iterator(scored.begin() + next + n));
+      next += n;
+    }
+    CHECK_EQ(next, scored.size());
+  }
+  if (!return_logits) return OkStatus();
   std::vector<float> full;  // [num_rows, V]
   if (comm.size() == 1) {
     full.assign(logits, logits + num_rows * vocab_size);
@@ -48,9 +66,9 @@ StatusOr<std::vector<SequenceResult>> SampleStep(const float* logits, const Step
     RETURN_IF_ERROR(GatherLogits(logits, num_rows, vocab_size, vocab_shard, comm, &full));
   }
   for (int64_t r = 0; r < num_rows; ++r) {
-    results[r].logits.assign(full.begin() + r * vocab_size, full.begin() + (r + 1) * vocab_size);
+    result->sequences[r].logits.assign(full.begin() + r * vocab_size, full.begin() + (r + 1) * vocab_size);
   }
-  return results;
+  return OkStatus();
 }
 
 }  // namespace tpserve

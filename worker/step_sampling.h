@@ -1,5 +1,5 @@
-// SampleStep: the tokens (and, for tests, the full logits) of one step's sampled rows from this
-// rank's vocabulary shard of the logits, on host memory. Shared by every executor, so the CPU and
+// SampleStep: the tokens (and, for tests, the full logits) of one step's sampled rows, and the
+// prompt logprobs of its scored rows, from this rank's vocabulary shard of the logits, on host memory. Shared by every executor, so the CPU and
 // the CUDA engines pick tokens by the same rules (worker/sampler.h).
 #pragma once
 
@@ -13,11 +13,12 @@
 
 namespace tpserve {
 
-// logits: [S_needing, V_shard] on the host, the rows of batch.logit_rows; `comm` is a host-buffer
-// communicator over the TP group. Returns one SequenceResult per sampled row, in plan order; with
-// return_logits each carries the row's full logits [V] (all-gathered across the group).
-// Errors: the sampler's (INVALID_ARGUMENT, INTERNAL for a NaN logit) and comm's.
-StatusOr<std::vector<SequenceResult>> SampleStep(const float* logits, const StepBatch& batch, const ShardPlan& shard,
-                                                 int64_t vocab_size, bool return_logits, Communicator& comm);
+// logits: [S_needing + R, V_shard] on the host, the rows of batch.logit_rows; `comm` is a
+// host-buffer communicator over the TP group. Sets result->sequences (one SequenceResult per
+// sampled row, in plan order; with return_logits each carries the row's full logits [V],
+// all-gathered across the group) and result->prompt_logprobs (one per batch.scored_seqs, worker/
+// token_scorer.h). Errors: the sampler's (INVALID_ARGUMENT, INTERNAL for a NaN logit) and comm's.
+Status SampleStep(const float* logits, const StepBatch& batch, const ShardPlan& shard, int64_t vocab_size,
+                  bool return_logits, Communicator& comm, StepResult* result);
 
 }  // namespace tpserve

@@ -32,6 +32,8 @@ struct WorkerFlags {
   std::string model;
   std::string coordinator;
   std::string routing_id;
+  std::string keys_dir;  // CURVE: coordinator.pub and workers/<key_name>.key
+  std::string key_name;
   int block_size = 16;
   int64_t kv_memory_mb = 256;
   int threads = 0;  // 0: cores / ranks on this host
@@ -57,6 +59,8 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--deadline-s", f.deadline_s, "a collective or the leader silent this long fails the group")
       ->check(CLI::Range(1, 3600))->capture_default_str();
   app.add_option("--routing-id", f.routing_id, "the group's ZeroMQ identity at the coordinator (default: random)");
+  app.add_option("--keys", f.keys_dir, "CURVE: DIR/coordinator.pub and DIR/workers/<key name>.key");
+  app.add_option("--key-name", f.key_name, "CURVE: the group's key name under DIR/workers");
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
 }
 
@@ -84,6 +88,8 @@ Status Serve(const WorkerFlags& flags) {
     GroupSessionOptions session;
     session.coordinator_endpoint = flags.coordinator;
     session.routing_id = flags.routing_id;
+    session.keys_dir = flags.keys_dir;
+    session.key_name = flags.key_name;
     HelloMessage& hello = session.hello;
     ASSIGN_OR_RETURN(hello.model, ComputeModelFingerprint(flags.model));
     hello.tp_size = info.tp_size;

@@ -15,7 +15,8 @@ $Cxx.namespace("tpserve::wire");
 using Common = import "common.capnp";
 
 # Version 2: SequencePlan.sampling is common.capnp's SamplingParams; numLogprobs moved to SequencePlan.
-const workerProtocolVersion :UInt32 = 2;
+# Version 3: prompt logprobs (SequencePlan.promptLogprobs / nextPromptToken, StepResult.promptLogprobs).
+const workerProtocolVersion :UInt32 = 3;
 
 struct SequencePlan {
   seqId @0 :UInt64;
@@ -27,6 +28,13 @@ struct SequencePlan {
   sampleIndex @6 :UInt32;
   penaltyTokens @7 :List(Int32);
   numLogprobs @8 :Int32;                # top-n logprobs to return
+  # Prompt logprobs: the logprob (and top-numLogprobs) of the prompt token each position of this
+  # chunk predicts: position numCached + j predicts tokenIds[j + 1], and the chunk's last position
+  # predicts nextPromptToken. The answer is one StepResult.promptLogprobs entry for this sequence.
+  promptLogprobs @9 :Bool;
+  # The prompt token after this chunk when the prompt goes on in a later chunk; -1 when the chunk
+  # ends the prompt (its last position predicts a generated token: nothing to score there).
+  nextPromptToken @10 :Int32 = -1;
 }
 
 struct BlockCopy {
@@ -49,11 +57,25 @@ struct SequenceResult {
   logits @4 :List(Float32);             # [V], only when StepPlan.returnLogits
 }
 
+# The logprob of one prompt token given the tokens before it, as SequenceResult.logprob would be
+# had the engine sampled (or been forced to) that token there: the same bits.
+struct PromptTokenLogprob {
+  tokenId @0 :Int32;                    # the prompt token scored
+  logprob @1 :Float32;
+  topLogprobs @2 :List(Common.TokenLogprob);  # [numLogprobs], most likely first
+}
+
+struct PromptLogprobsResult {
+  seqId @0 :UInt64;
+  positions @1 :List(PromptTokenLogprob);  # one per scored position of the chunk, in order
+}
+
 struct StepResult {
   stepId @0 :UInt64;
   sequences @1 :List(SequenceResult);   # one per SequencePlan with needsToken, in plan order
   computeMs @2 :Float64;
   allreduceMs @3 :Float64;
+  promptLogprobs @4 :List(PromptLogprobsResult);  # one per SequencePlan with promptLogprobs, in plan order
 }
 
 # Identifies the model file without shipping it: its size and the SHA-256 of its first

@@ -36,6 +36,8 @@ StepPlan RandomPlan(std::mt19937& rng, int num_sequences) {
     seq.sampling.num_logprobs = 5;
     seq.sample_index = rng();
     for (int i = small(rng); i > 0; --i) seq.penalty_tokens.push_back(token(rng));
+    seq.prompt_logprobs = rng() % 2;
+    seq.next_prompt_token = rng() % 2 ? token(rng) : -1;
     plan.sequences.push_back(std::move(seq));
   }
   plan.block_copies = {{3, 7}, {11, 12}};
@@ -68,6 +70,8 @@ void ExpectSamePlan(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(x.sampling.has_seed, y.sampling.has_seed);
     EXPECT_EQ(x.sampling.logit_bias, y.sampling.logit_bias);
     EXPECT_EQ(x.sampling.num_logprobs, y.sampling.num_logprobs);
+    EXPECT_EQ(x.prompt_logprobs, y.prompt_logprobs);
+    EXPECT_EQ(x.next_prompt_token, y.next_prompt_token);
   }
 }
 
@@ -110,6 +114,12 @@ TEST(PlanCodecTest, StepResultRoundTrip) {
     seq.logits = {1.0f, -2.0f, 3.5f, -std::numeric_limits<float>::infinity()};
     result.sequences.push_back(seq);
   }
+  for (int i = 0; i < 2; ++i) {
+    PromptLogprobsResult prompt;
+    prompt.seq_id = 2000 + i;
+    prompt.positions = {{11, -3.25f, {{4, -0.5f}, {11, -3.25f}}}, {12, -std::numeric_limits<float>::infinity(), {}}};
+    result.prompt_logprobs.push_back(prompt);
+  }
   StatusOr<StepResult> decoded = DecodeStepResult(EncodeStepResult(result));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->step_id, 99u);
@@ -126,6 +136,25 @@ TEST(PlanCodecTest, StepResultRoundTrip) {
     EXPECT_EQ(seq.top_logprobs[1].logprob, -2.0f);
     EXPECT_EQ(seq.logits, result.sequences[i].logits);
   }
+  ASSERT_EQ(decoded->prompt_logprobs.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const PromptLogprobsResult& prompt = decoded->prompt_logprobs[i];
+    EXPECT_EQ(prompt.seq_id, 2000u + i);
+    ASSERT_EQ(prompt.positions.size(), 2u);
+    EXPECT_EQ(prompt.positions[0].token_id, 11);
+    EXPECT_EQ(prompt.positions[0].logprob, -3.25f);
+    ASSERT_EQ(prompt.positions[0].top_logprobs.size(), 2u);
+    EXPECT_EQ(prompt.positions[0].top_logprobs[0].token_id, 4);
+    EXPECT_EQ(prompt.positions[0].top_logprobs[0].logprob, -0.5f);
+    EXPECT_EQ(prompt.positions[1].logprob, -std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(prompt.positions[1].top_logprobs.empty());
+  }
+  StepResult bad = result;
+  bad.prompt_logprobs[1].positions[0].logprob = NAN;
+  EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
+  bad = result;
+  bad.prompt_logprobs[0].positions[1].token_id = -1;
+  EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(PlanCodecTest, EmptyAndUnalignedBytesAreDataLoss) {
@@ -208,6 +237,7 @@ TEST(PlanCodecTest, InvalidFieldsAreInvalidArgument) {
   expect_invalid([](StepPlan& p) { p.sequences[0].sampling.num_logprobs = 100000; }, "num_logprobs");
   expect_invalid([](StepPlan& p) { p.sequences[0].sampling.repetition_penalty = 0; }, "rep penalty 0");
   expect_invalid([](StepPlan& p) { p.block_copies.push_back({-1, 2}); }, "block copy");
+  expect_invalid([](StepPlan& p) { p.sequences[1].next_prompt_token = -2; }, "next prompt token < -1");
   expect_invalid([](StepPlan& p) { p.sequences[0].num_cached = std::numeric_limits<int32_t>::max(); },
                  "position overflow");
 }

@@ -8,6 +8,7 @@
 //  - cancelling half of the requests mid-stream leaves zero KV blocks in use;
 //  - a repeated prompt prefix is served from the prefix cache and gives the same ids as cold;
 //  - an unseeded sampled request gets a fresh seed, and that seed sent back replays its ids exactly;
+//  - prompt logprobs (chunked prefill, n = 2) equal bitwise the logprobs of the same tokens forced;
 //  - invalid requests get typed errors and the server keeps serving; Shutdown ends the group (exit 0).
 #include <gtest/gtest.h>
 
@@ -261,6 +262,51 @@ void CheckUnseededRequestsReplay(EndToEnd& e2e) {
   EXPECT_EQ(again->finish[0].seed, first->finish[0].seed);
 }
 
+// Prompt logprobs through the real group: a prompt longer than the 128-token step budget (so its
+// prefill is chunked) scored with n = 2 gives one logprob per token after the first, and at each
+// checked position it is bitwise the logprob the engine reports when a request made of the prompt
+// up to there is forced (logit bias +100) to generate that token, from the prefix cache or not.
+void CheckPromptLogprobsEqualForcedTokens(EndToEnd& e2e, int prompt_len) {
+  std::mt19937 rng(31);
+  proto::GenerateRequest r;
+  r.prompt_kind = proto::PromptKind::kTokenIds;
+  for (int t = 0; t < prompt_len; ++t) r.prompt_ids.push_back(3 + static_cast<int32_t>(rng() % (e2e.config_.vocab_size - 3)));
+  r.max_tokens = 2;
+  r.n = 2;
+  r.sampling.num_logprobs = 3;
+  r.prompt_logprobs = true;
+  auto scored = e2e.client_->Generate(r);
+  ASSERT_TRUE(scored.ok()) << scored.status().ToString();
+  ASSERT_TRUE(scored->has_prompt_logprobs);
+  const std::vector<int32_t>& prompt = scored->prompt_logprobs.token_ids;
+  ASSERT_EQ(prompt, r.prompt_ids);
+  ASSERT_EQ(scored->prompt_logprobs.logprobs.size(), prompt.size() - 1);
+  for (const proto::TokenLogprobs& lp : scored->prompt_logprobs.logprobs) {
+    EXPECT_LE(lp.logprob, 0.0f);
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_GE(lp.top[0].logprob, lp.logprob);
+  }
+  for (int i : {0, 1, 126, 127, 128, prompt_len - 2}) {
+    proto::GenerateRequest forced;
+    forced.prompt_kind = proto::PromptKind::kTokenIds;
+    forced.prompt_ids.assign(prompt.begin(), prompt.begin() + i + 1);
+    forced.max_tokens = 1;
+    forced.ignore_eos = true;
+    forced.sampling.num_logprobs = 3;
+    forced.sampling.logit_bias = {{prompt[i + 1], 100.0f}};
+    auto got = e2e.client_->Generate(forced);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->token_ids[0], std::vector<int32_t>{prompt[i + 1]}) << "position " << i;
+    ASSERT_EQ(got->logprobs[0].size(), 1u);
+    const proto::TokenLogprobs& want = scored->prompt_logprobs.logprobs[i];
+    EXPECT_EQ(got->logprobs[0][0].logprob, want.logprob) << "position " << i;
+    for (size_t k = 0; k < want.top.size(); ++k) {
+      EXPECT_EQ(got->logprobs[0][0].top[k].token_id, want.top[k].token_id) << "position " << i;
+      EXPECT_EQ(got->logprobs[0][0].top[k].logprob, want.top[k].logprob) << "position " << i;
+    }
+  }
+}
+
 void CheckErrorsKeepServing(EndToEnd& e2e) {
   proto::GenerateRequest bad;
   bad.prompt_kind = proto::PromptKind::kTokenIds;
@@ -315,6 +361,7 @@ TEST_F(EndToEndTest, SyntheticModelTp2) {
   CheckCancelHalfLeaksNothing(e2e, 16, 64);
   CheckPrefixCache(e2e, 48);
   CheckUnseededRequestsReplay(e2e);
+  CheckPromptLogprobsEqualForcedTokens(e2e, 200);
   CheckErrorsKeepServing(e2e);
 }
 
@@ -342,6 +389,7 @@ TEST_F(EndToEndTest, SmolLM2Tp2) {
   CheckConcurrentEqualsAlone(e2e, 8, 24, 8);
   CheckCancelHalfLeaksNothing(e2e, 8, 16);
   CheckPrefixCache(e2e, 32);
+  CheckPromptLogprobsEqualForcedTokens(e2e, 150);
   // Text in, text out through the tokenizer and the chat format.
   proto::GenerateRequest chat;
   chat.prompt_kind = proto::PromptKind::kChat;

@@ -2,7 +2,8 @@
 // Each slot stores the token id whose "K/V" was written there; a step applies the block copies,
 // writes every planned token into its slot (through the block table), then, for each sequence
 // needing a token, reads its whole context back out of the slots and returns
-// NextToken(seq_id, context). So a wrong block table, a missed copy-on-write or a bad prefix-cache
+// NextToken(seq_id, context), and the prompt logprobs of tests/coordinator/fake_prompt_logprobs.h.
+// So a wrong block table, a missed copy-on-write or a bad prefix-cache
 // hit changes the tokens, and tests compare against ReferenceOutput, which never touches blocks.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "comm/step_plan.h"
 #include "coordinator/sequence.h"
+#include "tests/coordinator/fake_prompt_logprobs.h"
 
 namespace tpserve::testing_coordinator {
 
@@ -75,6 +77,14 @@ class FakeKvWorker {
         written_by[slot] = static_cast<int32_t>(i);
         slots_[slot] = sp.token_ids[k];
       }
+    }
+    for (const SequencePlan& sp : plan.sequences) {
+      if (!sp.prompt_logprobs) continue;
+      result.prompt_logprobs.push_back(
+          testing::FakeScoreChunk(sp, [&](int32_t pos) {
+            const int32_t slot = Slot(sp, pos);
+            return slot < 0 ? -1 : slots_[static_cast<size_t>(slot)];
+          }));
     }
     for (const SequencePlan& sp : plan.sequences) {
       if (!sp.needs_token) continue;

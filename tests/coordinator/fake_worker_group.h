@@ -2,8 +2,8 @@
 // protocol (comm/worker_message.h) over ZeroMQ, with a fake "model" whose KV cache is paged like
 // the real one: each plan's tokens are written into the slots its block table names, and a
 // sequence's next token is FakeNextToken(all tokens at positions 0..p read back through the
-// block table). So a wrong block table, a bad prefix-cache hit or a missed copy-on-write changes
-// the output, and FakeReference (no paging at all) is an independent reference for what a
+// block table); prompt logprobs likewise (tests/coordinator/fake_prompt_logprobs.h). So a wrong
+// block table, a bad prefix-cache hit or a missed copy-on-write changes the output, and FakeReference (no paging at all) is an independent reference for what a
 // request must produce.
 #pragma once
 
@@ -17,6 +17,7 @@
 
 #include "comm/worker_message.h"
 #include "comm/zmq_transport.h"
+#include "tests/coordinator/fake_prompt_logprobs.h"
 
 namespace tpserve::testing {
 
@@ -54,6 +55,7 @@ struct FakeWorkerGroupOptions {
   int32_t vocab_size = 64;
   int32_t poison_token = -1;  // a plan carrying this token id is refused with a non-fatal Error
   bool crash_on_first_step = false;  // close the connection instead of answering the first plan
+  SocketOptions socket;               // e.g. CURVE client keys
 };
 
 class FakeWorkerGroup {
@@ -106,6 +108,9 @@ class FakeWorkerGroup {
     result.step_id = plan.step_id;
     for (const SequencePlan& seq : plan.sequences) {
       for (size_t i = 0; i < seq.token_ids.size(); ++i) Slot(seq, seq.num_cached + static_cast<int32_t>(i)) = seq.token_ids[i];
+      if (seq.prompt_logprobs) {
+        result.prompt_logprobs.push_back(FakeScoreChunk(seq, [&](int32_t pos) { return Slot(seq, pos); }));
+      }
       if (!seq.needs_token) continue;
       const int32_t num_tokens = seq.num_cached + static_cast<int32_t>(seq.token_ids.size());
       std::vector<int32_t> tokens(static_cast<size_t>(num_tokens));
@@ -114,7 +119,7 @@ class FakeWorkerGroup {
       r.seq_id = seq.seq_id;
       r.token_id = FakeNextToken(tokens, seq.sampling, seq.sample_index, options_.vocab_size);
       r.logprob = -0.5f;
-      for (int32_t k = 0; k < seq.sampling.num_logprobs; ++k) r.top_logprobs.push_back({k, -1.0f - k});
+      r.top_logprobs = FakeTopLogprobs(seq.sampling.num_logprobs);
       result.sequences.push_back(std::move(r));
     }
     ++num_steps_;
@@ -123,7 +128,7 @@ class FakeWorkerGroup {
 
   void Serve(const std::string& endpoint) {
     zmq::context_t context(1);
-    auto socket = ZmqSocket::Connect(context, zmq::socket_type::dealer, endpoint);
+    auto socket = ZmqSocket::Connect(context, zmq::socket_type::dealer, endpoint, options_.socket);
     if (!socket.ok()) return;
     HelloMessage hello;
     hello.tp_size = 1;

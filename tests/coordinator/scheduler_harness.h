@@ -82,6 +82,7 @@ class SchedulerHarness {
     for (const SequenceEvent& e : *events) {
       if (e.token_id >= 0) outputs_[e.seq_id].push_back(e.token_id);
       if (e.is_finished) finished_[e.seq_id] = e;
+      if (e.has_prompt_logprobs) prompt_logprobs_[e.seq_id].push_back(e);
     }
     const BlockStats b = scheduler_.Stats().blocks;
     EXPECT_EQ(b.num_used + b.num_cached + b.num_free, b.num_blocks);
@@ -131,6 +132,8 @@ class SchedulerHarness {
   FakeKvWorker& worker() { return worker_; }
   std::map<uint64_t, std::vector<int32_t>>& outputs() { return outputs_; }
   std::map<uint64_t, SequenceEvent>& finished() { return finished_; }
+  // The events that carried prompt logprobs, by sequence.
+  std::map<uint64_t, std::vector<SequenceEvent>>& prompt_logprobs() { return prompt_logprobs_; }
 
  private:
   Scheduler scheduler_;
@@ -141,6 +144,7 @@ class SchedulerHarness {
   std::set<uint64_t> ids_;
   std::map<uint64_t, std::vector<int32_t>> outputs_;
   std::map<uint64_t, SequenceEvent> finished_;
+  std::map<uint64_t, std::vector<SequenceEvent>> prompt_logprobs_;
   std::set<uint64_t> last_running_, last_waiting_;
   int32_t last_used_ = 0;
   uint64_t digest_ = 0xcbf29ce484222325ull;
@@ -153,6 +157,8 @@ class SchedulerHarness {
       Mix(sp.seq_id);
       Mix(static_cast<uint64_t>(sp.num_cached));
       Mix(sp.needs_token);
+      Mix(sp.prompt_logprobs);
+      Mix(static_cast<uint32_t>(sp.next_prompt_token));
       for (int32_t t : sp.token_ids) Mix(static_cast<uint32_t>(t));
       for (int32_t b : sp.block_table) Mix(static_cast<uint32_t>(b));
     }

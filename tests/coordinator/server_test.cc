@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "model/gguf_file.h"
 #include "model/tokenizer.h"
+#include "tests/coordinator/fake_prompt_logprobs.h"
 #include "tests/coordinator/fake_worker_group.h"
 
 namespace tpserve {
@@ -650,6 +651,71 @@ TEST_F(ServerTest, StreamsDetokenizedTextAndCutsAtStopStrings) {
   EXPECT_TRUE(std::equal(cut->token_ids[0].begin(), cut->token_ids[0].end(), expected_ids.begin()));
   proto::StatsReply stats = WaitIdle(*client);
   EXPECT_EQ(stats.blocks_used, 0u);
+}
+
+// Prompt logprobs over the real protocols: one PromptLogprobs message per request (n = 2), before
+// any chunk, streamed or not, with the whole prompt (chunked: longer than the 256-token budget) and
+// the fake worker's logprob of every token after the first. A scored request reads no cached
+// prefix (cached_prompt_tokens 0) but fills the cache for the next one.
+TEST_F(ServerTest, PromptLogprobsComeOnceBeforeTheFirstChunk) {
+  StartServer();
+  AddGroup();
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  std::mt19937 rng(8);
+  const std::vector<int32_t> prompt = RandomPrompt(rng, 300);
+  const std::vector<float> expected = testing::FakePromptLogprobsReference(prompt);
+  for (bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "streamed" : "not streamed");
+    proto::GenerateRequest r = IdsRequest(prompt, 4);
+    r.stream = stream;
+    r.ignore_eos = true;
+    r.n = 2;
+    r.sampling.num_logprobs = 2;
+    r.prompt_logprobs = true;
+    auto id = client->Start(r);
+    ASSERT_TRUE(id.ok());
+    std::vector<proto::ServerMessage> messages;
+    int num_finished = 0;
+    while (num_finished < 2) {
+      auto m = client->Receive(kWait);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      ASSERT_EQ(m->request_id, *id);
+      ASSERT_NE(m->kind, proto::ServerMessageKind::kError) << m->error.message;
+      if (m->kind == proto::ServerMessageKind::kFinish) {
+        ++num_finished;
+        EXPECT_EQ(m->finish.usage.cached_prompt_tokens, 0u);
+      }
+      messages.push_back(*m);
+    }
+    ASSERT_EQ(messages[0].kind, proto::ServerMessageKind::kPromptLogprobs);
+    int num_prompt_messages = 0;
+    for (const proto::ServerMessage& m : messages) num_prompt_messages += m.kind == proto::ServerMessageKind::kPromptLogprobs;
+    EXPECT_EQ(num_prompt_messages, 1);
+    const proto::PromptLogprobs& got = messages[0].prompt_logprobs;
+    EXPECT_EQ(got.token_ids, prompt);
+    ASSERT_EQ(got.logprobs.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(got.logprobs[i].logprob, expected[i]) << "position " << i;
+      EXPECT_EQ(got.logprobs[i].top.size(), 2u);
+    }
+  }
+  // The scored requests filled the cache: an unscored one hits it (18 full blocks of 16).
+  auto plain = client->Generate(IdsRequest(prompt, 2));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->has_prompt_logprobs);
+  EXPECT_EQ(plain->finish[0].usage.cached_prompt_tokens, 288u);
+  // And the blocking client returns them.
+  proto::GenerateRequest scored = IdsRequest(prompt, 2);
+  scored.prompt_logprobs = true;
+  auto result = client->Generate(scored);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(result->has_prompt_logprobs);
+  EXPECT_EQ(result->prompt_logprobs.token_ids, prompt);
+  ASSERT_EQ(result->prompt_logprobs.logprobs.size(), expected.size());
+  EXPECT_EQ(result->prompt_logprobs.logprobs.back().logprob, expected.back());
+  EXPECT_EQ(result->finish[0].usage.cached_prompt_tokens, 0u);
+  EXPECT_EQ(result->token_ids[0], FakeReference(prompt, {}, 2, kEos, kVocab));
 }
 
 }  // namespace

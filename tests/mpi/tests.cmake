@@ -26,6 +26,12 @@ foreach(np 2 3 4)
                    LIBS tpserve_testing)
 endforeach()
 
+foreach(np 2 3)  # prompt logprobs: the broadcast plan's scored rows, against forcing and one rank
+  tpserve_mpi_test(prompt_logprobs_mpi_test ${np}
+                   SOURCES ${MPI_TEST_DIR}/prompt_logprobs_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
+                   LIBS tpserve_testing)
+endforeach()
+
 # A rank killed mid-generation ends the job: a plain test that launches mpirun itself.
 add_executable(group_kill_helper ${MPI_TEST_DIR}/group_kill_helper_main.cc)
 target_link_libraries(group_kill_helper PRIVATE tpserve_worker)

@@ -45,8 +45,10 @@ class Server:
         return self.process.returncode
 
 
-def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: float = 120.0) -> Server:
-    """Starts `tpserve serve --model MODEL --tp TP` on free ports with extra flags; returns when `health` is ok."""
+def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: float = 120.0,
+                 client_flags: tuple = ()) -> Server:
+    """Starts `tpserve serve --model MODEL --tp TP` on free ports with extra flags; returns when `health` is ok.
+    client_flags: what the readiness probe (`tpserve health`) needs, e.g. ("--keys", DIR)."""
     port, worker_port = free_port(), free_port()
     args = [str(TPSERVE), "serve", "--model", str(MODEL), "--tp", str(tp), "--host", "127.0.0.1",
             "--port", str(port), "--worker-port", str(worker_port), *flags]
@@ -62,7 +64,8 @@ def start_server(*flags: str, tp: int = 2, http: bool = True, ready_timeout: flo
     while True:  # readiness: poll `tpserve health` (a bounded wait on a condition, not a sleep)
         if process.poll() is not None:
             raise RuntimeError(f"tpserve serve exited with {process.returncode} before it was ready")
-        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint], capture_output=True, timeout=30)
+        probe = subprocess.run([str(TPSERVE), "health", "--server", server.endpoint, "--timeout-s", "5", *client_flags],
+                               capture_output=True, timeout=30)
         if probe.returncode == 0:
             return server
         if time.monotonic() > deadline:
@@ -92,9 +95,7 @@ API_KEY = "test-key-0123"
 
 @pytest.fixture(scope="session")
 def api_key_server():
-    """A TP-2 server that requires API_KEY (the readiness probe, `tpserve health`, reads $TPSERVE_API_KEY)."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TPSERVE_API_KEY", API_KEY)
-        s = start_server("--api-key", API_KEY, http=False)
+    """A TP-2 server that requires API_KEY (the readiness probe sends it)."""
+    s = start_server("--api-key", API_KEY, http=False, client_flags=("--api-key", API_KEY))
     yield s
     assert s.stop() == 0

@@ -1,9 +1,7 @@
 """Protocol v3 requests through the Python client: metrics, tokenize, detokenize and prompt logprobs.
 
-The coordinator answers metrics/tokenize/detokenize with the placeholder error "not implemented yet" until
-the branches implementing them are merged; these tests skip on exactly that reply (and on nothing else), so
-they run for real once it is gone. Prompt logprobs are ignored by today's coordinator: that test is a strict
-xfail until they land; remove its mark then (an XPASS fails the run to say so).
+The coordinator answers a request it does not serve yet with the placeholder error "not implemented yet";
+these tests skip on exactly that reply (and on nothing else), so they run for real once it is gone.
 """
 import re
 
@@ -67,7 +65,6 @@ def test_detokenize_gives_the_generated_text(client):
         client.detokenize([10**6])
 
 
-@pytest.mark.xfail(strict=True, reason="prompt logprobs are not computed yet (helper logprobs's branch)")
 def test_prompt_logprobs_equal_the_logprobs_of_generation(client):
     prompt_ids = [504, 1797, 1918, 282, 2114, 314]  # any ids in the vocabulary
     generated = client.generate(token_ids=prompt_ids, max_tokens=6, ignore_eos=True, logprobs=2)  # greedy

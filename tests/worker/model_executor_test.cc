@@ -45,9 +45,15 @@ TEST(ModelExecutorTest, PlanErrorsLeaveTheCacheUntouched) {
   SequencePlan bad_sampling = SeqStep(2, 0, {1}, {2});
   bad_sampling.sampling.temperature = 1.0f;
   bad_sampling.sampling.top_p = 0.0f;  // outside (0, 1]
-  {
+  SequencePlan bad_next = SeqStep(2, 0, {1, 2}, {2}, /*needs_token=*/false);
+  bad_next.prompt_logprobs = true;
+  bad_next.next_prompt_token = 97;  // >= V
+  SequencePlan bad_top = SeqStep(2, 0, {1, 2}, {2}, /*needs_token=*/false);
+  bad_top.prompt_logprobs = true;
+  bad_top.sampling.num_logprobs = -1;
+  for (const SequencePlan& seq : {bad_sampling, bad_next, bad_top}) {
     StepPlan plan;
-    plan.sequences = {clobber, bad_sampling};
+    plan.sequences = {clobber, seq};
     EXPECT_EQ(engine.executor->Execute(plan).status().code(), StatusCode::kInvalidArgument);
   }
   StepPlan copy_plan;

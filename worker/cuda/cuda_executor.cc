@@ -181,8 +181,8 @@ StatusOr<StepResult> CudaExecutor::Execute(const StepPlan& plan) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(logits_.data(), logits_device_.get(), logit_floats * sizeof(float),
                                          cudaMemcpyDeviceToHost, stream_));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    ASSIGN_OR_RETURN(result.sequences, SampleStep(logits_.data(), batch_, shard(), config().vocab_size,
-                                                  plan.return_logits, *host_comm_));
+    RETURN_IF_ERROR(SampleStep(logits_.data(), batch_, shard(), config().vocab_size, plan.return_logits, *host_comm_,
+                               &result));
   } else {
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the block copies
   }
