@@ -15,12 +15,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <mpi.h>
 
 #include "comm/mpi_communicator.h"
+#include "common/command_line.h"
 
 namespace tpserve {
 namespace {
@@ -103,25 +105,23 @@ int Main(int argc, char** argv) {
   size_t min_bytes = 4096, max_bytes = size_t{64} << 20;
   bool spin = false, idle = false;
   WaitPolicy policy;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--min-bytes" && i + 1 < argc) {
-      min_bytes = std::stoull(argv[++i]);
-    } else if (arg == "--max-bytes" && i + 1 < argc) {
-      max_bytes = std::stoull(argv[++i]);
-    } else if (arg == "--spin-us" && i + 1 < argc) {
-      policy.spin = std::chrono::microseconds(std::stoll(argv[++i]));
-    } else if (arg == "--max-sleep-us" && i + 1 < argc) {
-      policy.max_sleep = std::chrono::microseconds(std::stoll(argv[++i]));
-    } else if (arg == "--spin") {
-      spin = true;
-    } else if (arg == "--idle") {
-      idle = true;
-    } else {
-      std::fprintf(stderr, "usage: mpirun -np N tpserve-bench-allreduce [--min-bytes B] [--max-bytes B] [--spin] [--idle]\n");
-      return 2;
-    }
-  }
+  int64_t spin_us = policy.spin.count(), max_sleep_us = policy.max_sleep.count();
+  CommandLine app("tpserve-bench-allreduce: all-reduce latency and bus bandwidth through MpiCommunicator "
+               "(run under mpirun -np N), beside this host's memcpy bandwidth.",
+               "tpserve-bench-allreduce");
+  app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::Range(size_t{4}, size_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-bytes", max_bytes, "largest message (sizes double from --min-bytes)")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 40))->capture_default_str();
+  app.add_option("--spin-us", spin_us, "backoff wait: spin this long first")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-sleep-us", max_sleep_us, "backoff wait: longest sleep")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--spin", spin, "wait by spinning only");
+  app.add_flag("--idle", idle, "also measure what waiting ranks burn while rank 0 computes");
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  policy.spin = std::chrono::microseconds(spin_us);
+  policy.max_sleep = std::chrono::microseconds(max_sleep_us);
   MpiCommunicatorOptions options;
   options.wait = policy;
   options.wait.always_spin = spin;

@@ -13,16 +13,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench/stream_triad.h"
 #include "comm/communicator.h"
+#include "common/command_line.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -60,60 +61,21 @@ struct Flags {
   double matmul_gflops = 0;
 };
 
-const char kUsage[] =
-    "usage: tpserve-bench-engine --model FILE [--tp N] [--tp-label TEXT] [--batches 1,8,32] [--prompt 512]\n"
-    "                            [--decode-steps 32] [--threads N] [--json OUT]\n";
-
-StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) return InvalidArgument(arg + " needs a value (or is unknown)");
-    const std::string value = argv[++i];
-    try {
-      if (arg == "--model") {
-        flags.model = value;
-      } else if (arg == "--tp") {
-        flags.tp = std::stoi(value);
-      } else if (arg == "--tp-label") {
-        flags.tp_label = value;
-      } else if (arg == "--batches") {
-        flags.batches.clear();
-        size_t begin = 0;
-        while (begin < value.size()) {
-          size_t end = value.find(',', begin);
-          if (end == std::string::npos) end = value.size();
-          flags.batches.push_back(std::stoi(value.substr(begin, end - begin)));
-          begin = end + 1;
-        }
-      } else if (arg == "--prompt") {
-        flags.prompt = std::stoi(value);
-      } else if (arg == "--decode-steps") {
-        flags.decode_steps = std::stoi(value);
-      } else if (arg == "--threads") {
-        flags.threads = std::stoi(value);
-      } else if (arg == "--json") {
-        flags.json = value;
-      } else if (arg == "--triad-gbs") {
-        flags.triad_gbs = std::stod(value);
-      } else if (arg == "--matmul-gflops") {
-        flags.matmul_gflops = std::stod(value);
-      } else {
-        return InvalidArgument("unknown flag " + arg);
-      }
-    } catch (...) {
-      return InvalidArgument(arg + ": bad value '" + value + "'");
-    }
-  }
-  if (flags.model.empty()) return InvalidArgument("--model is required");
-  if (flags.tp < 1 || flags.prompt < 1 || flags.decode_steps < 1 || flags.batches.empty()) {
-    return InvalidArgument("--tp, --prompt, --decode-steps must be >= 1 and --batches non-empty");
-  }
-  for (int b : flags.batches) {
-    if (b < 1) return InvalidArgument("batches must be >= 1");
-  }
-  if (flags.tp_label.empty()) flags.tp_label = "TP" + std::to_string(flags.tp);
-  return flags;
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->required();
+  app.add_option("--tp", f.tp, "tensor-parallel ranks (> 1: re-runs itself under mpirun)")->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--tp-label", f.tp_label, "the label of this run in the output (default TP<N>)");
+  app.add_option("--batches", f.batches, "decode batch sizes: 1,8,32")->delimiter(',')->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--prompt", f.prompt, "prefill prompt tokens")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--decode-steps", f.decode_steps, "decode steps per batch size")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--threads", f.threads, "kernel threads per rank (0: cores / ranks)")->check(CLI::Range(0, 1024));
+  app.add_option("--json", f.json, "also write the results as JSON here");
+  // Set by the launching process for the ranks it re-executes under mpirun (hidden).
+  app.add_option("--triad-gbs", f.triad_gbs)->group("");
+  app.add_option("--matmul-gflops", f.matmul_gflops)->group("");
 }
 
 // Best GFLOP/s of the project's MatMul at T=512 (F32 and Q8_0 weights 2048x2048): the prefill ceiling
@@ -426,35 +388,37 @@ Status RunBench(const Flags& flags) {
 
 int main(int argc, char** argv) {
   using namespace tpserve;
-  StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "tpserve-bench-engine: %s\n%s", flags.status().ToString().c_str(), kUsage);
-    return 2;
-  }
-  if (!IsMpiLaunched() && (flags->triad_gbs <= 0 || flags->matmul_gflops <= 0)) {
+  CommandLine app("tpserve-bench-engine: the real ModelExecutor on a model file: prefill and decode tokens/s "
+                  "(batch 1 and B) and the decode step's all-reduce share, beside this machine's measured limits.",
+                  "tpserve-bench-engine");
+  Flags flags;
+  AddFlags(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  if (flags.tp_label.empty()) flags.tp_label = "TP" + std::to_string(flags.tp);
+  if (!IsMpiLaunched() && (flags.triad_gbs <= 0 || flags.matmul_gflops <= 0)) {
     // The host's limits, with every core (the ranks of a TP group share them).
     ThreadPool pool(ThreadPool::DefaultThreads());
-    if (flags->triad_gbs <= 0) flags->triad_gbs = bench::MeasureTriadGbs(&pool, 5);
-    if (flags->matmul_gflops <= 0) flags->matmul_gflops = MeasureMatMulPeakGflops(&pool);
+    if (flags.triad_gbs <= 0) flags.triad_gbs = bench::MeasureTriadGbs(&pool, 5);
+    if (flags.matmul_gflops <= 0) flags.matmul_gflops = MeasureMatMulPeakGflops(&pool);
   }
-  if (flags->tp > 1 && !IsMpiLaunched()) {
+  if (flags.tp > 1 && !IsMpiLaunched()) {
     // Hand the measured limits to the ranks, then become mpirun.
     std::vector<std::string> args(argv, argv + argc);
     args.push_back("--triad-gbs");
-    args.push_back(std::to_string(flags->triad_gbs));
+    args.push_back(std::to_string(flags.triad_gbs));
     args.push_back("--matmul-gflops");
-    args.push_back(std::to_string(flags->matmul_gflops));
+    args.push_back(std::to_string(flags.matmul_gflops));
     std::vector<char*> new_argv;
     for (std::string& a : args) new_argv.push_back(a.data());
     new_argv.push_back(nullptr);
-    Status status = ReexecUnderMpirun(flags->tp, static_cast<int>(args.size()), new_argv.data());
+    Status status = ReexecUnderMpirun(flags.tp, static_cast<int>(args.size()), new_argv.data());
     std::fprintf(stderr, "tpserve-bench-engine: %s\n", status.ToString().c_str());
     return 1;
   }
   if (IsMpiLaunched()) {
-    return RunMpiProcess(&argc, &argv, "tpserve-bench-engine", [&] { return RunBench(*flags); });
+    return RunMpiProcess(&argc, &argv, "tpserve-bench-engine", [&] { return RunBench(flags); });
   }
-  Status status = RunBench(*flags);
+  Status status = RunBench(flags);
   if (!status.ok()) {
     std::fprintf(stderr, "tpserve-bench-engine: %s\n", status.ToString().c_str());
     return 1;

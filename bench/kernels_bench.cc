@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench/stream_triad.h"
+#include "common/command_line.h"
 #include "common/dtype.h"
 #include "common/thread_pool.h"
 #include "kernels/cpu/matmul.h"
@@ -152,22 +153,20 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
 int main(int argc, char** argv) {
   using namespace tpserve;
   bool quick = false;
-  bool has_type = false;
+  std::string type_name, shape = "all";
+  CommandLine app("tpserve-bench-kernels: MatMul throughput per weight type, decode (GB/s) and prefill (GFLOP/s), "
+               "beside this machine's STREAM triad and FMA peak. TPSERVE_THREADS sets the threads.",
+               "tpserve-bench-kernels");
+  app.add_flag("--quick", quick, "fewer repetitions");
+  app.add_option("--type", type_name, "only this weight type: f32 f16 bf16 q8_0 q4_0 q4_1");
+  app.add_option("--shape", shape, "small, large or all")->check(CLI::IsMember({"small", "large", "all"}))
+      ->capture_default_str();
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   DType only_type = DType::kF32;
-  std::string shape = "all";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--type") == 0 && i + 1 < argc && ParseDType(argv[i + 1], &only_type)) {
-      has_type = true;
-      ++i;
-    } else if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
-      shape = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--shape small|large]\n",
-                   argv[0]);
-      return 2;
-    }
+  const bool has_type = !type_name.empty();
+  if (has_type && !ParseDType(type_name, &only_type)) {
+    std::fprintf(stderr, "tpserve-bench-kernels: unknown --type %s\n", type_name.c_str());
+    return 2;
   }
   ThreadPool pool(ThreadPool::DefaultThreads());
   const double triad = bench::MeasureTriadGbs(&pool, quick ? 3 : 5);

@@ -15,11 +15,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/command_line.h"
 #include "model/model_file.h"
 #include "model/synthetic_model.h"
 
@@ -128,18 +129,17 @@ int Main(int argc, char** argv) {
   bool synthetic = true, keep = false;
   std::string type = "q8_0";
   int layers = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--model" && i + 1 < argc) models.push_back(argv[++i]);
-    else if (a == "--no-synthetic") synthetic = false;
-    else if (a == "--keep") keep = true;
-    else if (a == "--type" && i + 1 < argc) type = argv[++i];
-    else if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: tpserve-bench-load [--model PATH]... [--no-synthetic] [--type T] [--layers N] [--keep]\n");
-      return 2;
-    }
-  }
+  CommandLine app("tpserve-bench-load: model load time and peak memory against a plain read() of the same bytes "
+               "(warm page cache).",
+               "tpserve-bench-load");
+  app.add_option("--model", models, "a model to load (repeatable; default: the SmolLM2 GGUF when fetched)");
+  bool no_synthetic = false;
+  app.add_flag("--no-synthetic", no_synthetic, "skip the synthetic llama-1b shape");
+  app.add_option("--type", type, "the synthetic model's weight type")->capture_default_str();
+  app.add_option("--layers", layers, "the synthetic model's layers (0: llama-1b's)")->check(CLI::Range(0, 1024));
+  app.add_flag("--keep", keep, "keep the synthetic model file");
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  synthetic = !no_synthetic;
   if (models.empty() && std::filesystem::exists("models/SmolLM2-135M-Instruct.Q4_1.gguf")) {
     models.push_back("models/SmolLM2-135M-Instruct.Q4_1.gguf");
   }

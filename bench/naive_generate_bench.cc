@@ -9,12 +9,13 @@
 //   tpserve-bench-naive [--model M] [--prompt-len P] [--output-len O] [--threads N] [--seed S]
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/command_line.h"
 #include "model/model_file.h"
 #include "worker/model_executor.h"
 
@@ -51,23 +52,16 @@ StatusOr<int32_t> Step(ModelExecutor* executor, const std::vector<int32_t>& toke
 
 int Main(int argc, char** argv) {
   Flags f;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string arg = argv[i], v = argv[i + 1];
-    if (arg == "--model") {
-      f.model = v;
-    } else if (arg == "--prompt-len") {
-      f.prompt_len = std::atoi(v.c_str());
-    } else if (arg == "--output-len") {
-      f.output_len = std::atoi(v.c_str());
-    } else if (arg == "--threads") {
-      f.threads = std::atoi(v.c_str());
-    } else if (arg == "--seed") {
-      f.seed = std::strtoull(v.c_str(), nullptr, 10);
-    } else {
-      std::fprintf(stderr, "usage: tpserve-bench-naive [--model M] [--prompt-len P] [--output-len O] [--threads N] [--seed S]\n");
-      return 1;
-    }
-  }
+  CommandLine app("tpserve-bench-naive: greedy generation on one rank with the KV cache and without it (the whole "
+               "prefix re-run every step): both tok/s, their ratio and the napkin-math ratio.",
+               "tpserve-bench-naive");
+  app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->capture_default_str();
+  app.add_option("--prompt-len", f.prompt_len, "prompt tokens (random ids)")->check(CLI::Range(1, 4095))
+      ->capture_default_str();
+  app.add_option("--output-len", f.output_len, "generated tokens")->check(CLI::Range(1, 4095))->capture_default_str();
+  app.add_option("--threads", f.threads, "kernel threads (0: all cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--seed", f.seed, "seed of the prompt ids")->capture_default_str();
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   if (f.prompt_len < 1 || f.output_len < 1 || f.threads < 0 || f.prompt_len + f.output_len > 4096) {
     std::fprintf(stderr, "tpserve-bench-naive: need 1 <= prompt-len, output-len and their sum <= 4096\n");
     return 1;

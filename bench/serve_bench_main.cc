@@ -15,12 +15,14 @@
 // Closed loop (--concurrency) or open loop (--request-rate: Poisson, or gamma with --burstiness).
 // Prints the vLLM-style result table on stdout, progress on stderr, and writes JSON with --json.
 // Only loopback servers (127.x.x.x, localhost, [::1]) are accepted: this tool floods its
-// target. Exit 0 when the run finished (failed requests are counted, not fatal), 1 otherwise.
+// target. Exit 0 when the run finished (failed requests are counted, not fatal), 1 when it could not
+// run, 2 for a bad command line (tpserve-bench --help: every flag).
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +32,7 @@
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/runner.h"
 #include "bench/loadgen/tpserve_backend.h"
+#include "common/command_line.h"
 
 namespace tpserve::loadgen {
 namespace {
@@ -45,13 +48,6 @@ struct Flags {
   double max_duration_s = 600;
   int64_t progress_every = 0;  // 0: about 20 lines per run
 };
-
-const char kUsage[] =
-    "usage: tpserve-bench --server tcp://127.0.0.1:P|http://127.0.0.1:P --num-requests N\n"
-    "         (--concurrency C [--static-batch] | --request-rate R [--burstiness B])\n"
-    "         [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]\n"
-    "         [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]\n"
-    "         [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]\n";
 
 constexpr std::string_view kTpserveScheme = "tcp://", kLlamaServerScheme = "http://";
 
@@ -91,91 +87,63 @@ StatusOr<GoodputTargets> ParseGoodput(const std::string& spec) {
   return t;
 }
 
-StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags f;
-  f.run.request_rate = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--static-batch") {
-      f.is_static = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") return InvalidArgument("");
-    if (i + 1 >= argc) return InvalidArgument(arg + " needs a value");
-    const std::string v = argv[++i];
-    char* rest = nullptr;
-    const double num = std::strtod(v.c_str(), &rest);
-    const bool is_num = !v.empty() && *rest == '\0';
-    auto need_int = [&](int64_t lo, int64_t hi) -> StatusOr<int64_t> {
-      if (!is_num || num != std::floor(num) || num < lo || num > hi) {
-        return InvalidArgument(arg + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      }
-      return static_cast<int64_t>(num);
-    };
-    if (arg == "--server") {
-      f.server = v;
-    } else if (arg == "--num-requests") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(1, kMaxRequests));
-      f.data.num_requests = static_cast<int32_t>(x);
-    } else if (arg == "--concurrency") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(1, 4096));
-      f.run.concurrency = static_cast<int32_t>(x);
-    } else if (arg == "--request-rate") {
-      if (v == "inf") {
-        f.run.request_rate = INFINITY;
-      } else if (!is_num || !(num > 0)) {
-        return InvalidArgument("--request-rate must be > 0 or inf");
-      } else {
-        f.run.request_rate = num;
-      }
-    } else if (arg == "--burstiness") {
-      if (!is_num || !(num > 0)) return InvalidArgument("--burstiness must be > 0");
-      f.run.burstiness = num;
-    } else if (arg == "--dataset") {
-      f.dataset = v;
-    } else if (arg == "--input-len") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(1, 1 << 20));
-      f.data.input_len = static_cast<int32_t>(x);
-    } else if (arg == "--output-len") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(1, 1 << 20));
-      f.data.output_len = static_cast<int32_t>(x);
-    } else if (arg == "--range-ratio") {
-      if (!is_num || !(num >= 0 && num < 1)) return InvalidArgument("--range-ratio must be in [0, 1)");
-      f.data.range_ratio = num;
-    } else if (arg == "--shared-prefix-len") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(0, 1 << 20));
-      f.data.shared_prefix_len = static_cast<int32_t>(x);
-    } else if (arg == "--seed") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(0, int64_t{1} << 53));
-      f.data.seed = static_cast<uint64_t>(x);
-    } else if (arg == "--token-salt") {
-      ASSIGN_OR_RETURN(int64_t x, need_int(0, int64_t{1} << 53));
-      f.data.token_salt = static_cast<uint64_t>(x);
-    } else if (arg == "--goodput") {
-      ASSIGN_OR_RETURN(f.run.goodput, ParseGoodput(v));
-    } else if (arg == "--json") {
-      f.json = v;
-    } else if (arg == "--label") {
-      f.run.label = v;
-    } else if (arg == "--max-duration-s") {
-      if (!is_num || !(num > 0 && num <= kMaxDurationS)) return InvalidArgument("--max-duration-s must be in (0, 3600]");
-      f.max_duration_s = num;
-    } else if (arg == "--progress-every") {
-      ASSIGN_OR_RETURN(f.progress_every, need_int(1, kMaxRequests));
-    } else {
-      return InvalidArgument("unknown flag " + arg);
-    }
-  }
-  if (f.server.empty()) return InvalidArgument("--server is required");
+// The flags CLI11 checks alone; the rest (request rate, dataset, goodput, which flags go together) are
+// read into strings and finished by FinishFlags.
+struct RawFlags {
+  std::string request_rate, goodput;
+};
+
+void AddFlags(CLI::App& app, Flags& f, RawFlags& raw) {
+  app.add_option("--server", f.server, "tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (llama-server); "
+                 "loopback only")->required();
+  app.add_option("--num-requests", f.data.num_requests, "requests in the run")->check(CLI::Range(1, kMaxRequests))
+      ->capture_default_str();
+  app.add_option("--concurrency", f.run.concurrency, "closed loop: requests in flight")->check(CLI::Range(1, 4096));
+  app.add_flag("--static-batch", f.is_static, "closed loop in waves: the next batch starts when all finished");
+  app.add_option("--request-rate", raw.request_rate, "open loop: requests per second (> 0, or inf)");
+  app.add_option("--burstiness", f.run.burstiness, "open loop: gamma shape (1: Poisson)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--dataset", f.dataset, "random or sharegpt-like")->capture_default_str();
+  app.add_option("--input-len", f.data.input_len, "prompt tokens (default: the dataset's)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--output-len", f.data.output_len, "output tokens (default: the dataset's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--range-ratio", f.data.range_ratio, "lengths vary in [L(1-r), L(1+r)]; in [0, 1)")
+      ->check(Interval(0, 1, true, false))->capture_default_str();
+  app.add_option("--shared-prefix-len", f.data.shared_prefix_len, "tokens every prompt starts with")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--seed", f.data.seed, "dataset and arrivals seed")->check(CLI::Range(uint64_t{0}, uint64_t{1} << 53))
+      ->capture_default_str();
+  app.add_option("--token-salt", f.data.token_salt, "changes the prompts' ids, not their lengths")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 53));
+  app.add_option("--goodput", raw.goodput, "SLOs for goodput: ttft:MS,tpot:MS,e2e:MS");
+  app.add_option("--json", f.json, "also write the results as JSON here");
+  app.add_option("--label", f.run.label, "the run's label in the report");
+  app.add_option("--max-duration-s", f.max_duration_s, "stop the run after this long")
+      ->check(Interval(0, kMaxDurationS, false, true))->capture_default_str();
+  app.add_option("--progress-every", f.progress_every, "progress line every N requests (default: ~20 per run)")
+      ->check(CLI::Range(int64_t{1}, int64_t{kMaxRequests}));
+}
+
+Status FinishFlags(const RawFlags& raw, Flags& f) {
   if (!IsLoopback(f.server)) {
     return InvalidArgument("--server must be a loopback address: tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (llama-server)");
+  }
+  if (raw.request_rate == "inf") {
+    f.run.request_rate = INFINITY;
+  } else if (!raw.request_rate.empty()) {
+    char* rest = nullptr;
+    f.run.request_rate = std::strtod(raw.request_rate.c_str(), &rest);
+    if (*rest != '\0' || !(f.run.request_rate > 0)) return InvalidArgument("--request-rate must be > 0 or inf");
+  }
+  if (!raw.goodput.empty()) {
+    ASSIGN_OR_RETURN(f.run.goodput, ParseGoodput(raw.goodput));
   }
   const bool closed = f.run.concurrency > 0, open = f.run.request_rate > 0;
   if (closed == open) return InvalidArgument("give exactly one of --concurrency and --request-rate");
   if (f.is_static && !closed) return InvalidArgument("--static-batch needs --concurrency");
   ASSIGN_OR_RETURN(f.data.kind, ParseDatasetKind(f.dataset));
   f.run.mode = open ? "open" : (f.is_static ? "static" : "closed");
-  return f;
+  return OkStatus();
 }
 
 StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server) {
@@ -188,13 +156,19 @@ StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server) {
 }
 
 int Main(int argc, char** argv) {
-  StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    if (!flags.status().message().empty()) std::cerr << "tpserve-bench: " << flags.status().message() << "\n";
-    std::cerr << kUsage;
-    return 1;
+  CommandLine app("tpserve-bench: a load generator for a running tpserve coordinator (tcp://) or llama.cpp's "
+                  "llama-server (http://), with vLLM `bench serve` metrics. Exit 0 when the run finished (failed "
+                  "requests are counted), 1 when it could not run, 2 for a bad command line.",
+                  "tpserve-bench");
+  Flags f;
+  f.run.request_rate = 0;
+  RawFlags raw;
+  AddFlags(app, f, raw);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  if (Status finished = FinishFlags(raw, f); !finished.ok()) {
+    std::cerr << "tpserve-bench: " << finished.message() << "\nRun with --help for the flags.\n";
+    return 2;
   }
-  Flags& f = *flags;
   StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f.server);
   if (!backend.ok()) {
     std::cerr << "tpserve-bench: " << backend.status().ToString() << "\n";

@@ -14,7 +14,9 @@
 // space-separated on one line (the output of `tpserve-run --print-ids`); --json prints one JSON
 // object per sample. --prompt-logprobs then prints the logprob of every prompt token after the
 // first (and its top --logprobs alternatives), one line each ("prompt I ID LOGPROB [ID:LOGPROB]..."),
-// or with --json one object {"prompt_logprobs":[{"token_id","logprob","top"}...]}. Exit code 1 and the typed error on stderr when the server refuses.
+// or with --json one object {"prompt_logprobs":[{"token_id","logprob","top"}...]}. Exit code 1 and
+// the typed error on stderr when the server refuses. `tpserve keys ...`: client/keys_command.h.
+// The API key is --api-key, else $TPSERVE_API_KEY (as for the Python client).
 // Without --seed the server draws a fresh seed per request; each sample's summary line on stderr
 // and its JSON object ("seed") report it, and --seed with that value replays the request.
 #include <sys/wait.h>
@@ -22,17 +24,19 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "client/client.h"
 #include "client/keys_command.h"
 #include "client/serve_command.h"
+#include "common/command_line.h"
 
 namespace tpserve {
 namespace {
@@ -40,166 +44,89 @@ namespace {
 struct CliFlags {
   ClientOptions client;
   proto::GenerateRequest request;
-  bool has_prompt = false;
+  std::vector<std::string> prompts;  // every --prompt (generate: the last; batch: each its own request)
+  std::vector<std::string> chat;     // every --chat: user turns
+  std::vector<int32_t> prompt_ids;
+  std::string system;
   bool print_ids = false;
   bool json = false;
   bool as_chat = false;
-  std::string system;
-  std::vector<std::string> prompts;  // every --prompt (batch)
+  bool no_stream = false;
 };
 
-const char kUsage[] =
-    "usage: tpserve generate [--server E] (--prompt T | --prompt-ids 1,2 | --chat T) [--max-tokens N]\n"
-    "                        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
-    "                        [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty P]\n"
-    "                        [--stop S]... [--ignore-eos] [--n N] [--logprobs N] [--no-stream]\n"
-    "                        [--system S] [--print-ids] [--json] [--prompt-logprobs] [--api-key K]\n"
-    "                        [--keys DIR [--key-name N]] [--timeout-s S (a reply's longest wait, default 60)]\n"
-    "       tpserve batch [--server E] (--prompt T)... [--as-chat] [--max-tokens N] [generate flags]\n"
-    "       tpserve chat [--server E] [--system S] [--max-tokens N] [--temperature T] [--seed S]\n"
-    "       tpserve health [--server E]\n"
-    "       tpserve stats [--server E]\n"
-    "       tpserve serve --model M [--tp N] [--port P] [--worker-port P] [--threads N] [--kv-mb MB]\n"
-    "       tpserve keys init DIR | add-client DIR NAME | add-worker DIR NAME\n";
-
-StatusOr<double> ParseNumber(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') return InvalidArgument(flag + ": not a number: " + text);
-  return v;
+// --server and --api-key (default $TPSERVE_API_KEY, which keeps the key out of `ps` listings).
+void AddConnectionFlags(CLI::App* command, CliFlags& f) {
+  command->add_option("--server", f.client.server, "the coordinator's client endpoint")->capture_default_str();
+  command->add_option("--api-key", f.client.api_key, "the key, when the server requires one")->envname("TPSERVE_API_KEY");
+  command->add_option("--keys", f.client.keys_dir, "CURVE key directory (`tpserve keys init`)");
+  command->add_option("--key-name", f.client.key_name, "CURVE: this client's key name");
+  command->add_option_function<double>(
+             "--timeout-s",
+             [&f](double seconds) { f.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); },
+             "a reply's longest wait (default 60)")
+      ->check(Interval(0, 1e9, false, true));
 }
 
-StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return InvalidArgument("bad token id: " + item);
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
+// The request flags of generate, chat and batch (the server checks their ranges).
+void AddRequestFlags(CLI::App* command, CliFlags& f) {
+  proto::GenerateRequest& r = f.request;
+  command->add_option("--prompt", f.prompts, "prompt text (batch: repeat it, one request each)");
+  command->add_option("--chat", f.chat, "a user turn, rendered in the model's chat format (repeatable)");
+  command->add_option("--prompt-ids", f.prompt_ids, "prompt as token ids: 1,2,3")->delimiter(',');
+  command->add_option("--system", f.system, "system message of a chat");
+  command->add_option("--max-tokens", r.max_tokens, "tokens to generate")->capture_default_str();
+  command->add_option("--temperature", r.sampling.temperature, "0: greedy");
+  command->add_option("--top-k", r.sampling.top_k, "0: off");
+  command->add_option("--top-p", r.sampling.top_p, "1: off");
+  command->add_option("--min-p", r.sampling.min_p, "0: off");
+  command->add_option("--repetition-penalty", r.sampling.repetition_penalty, "1: off");
+  command->add_option("--presence-penalty", r.sampling.presence_penalty, "0: off");
+  command->add_option("--frequency-penalty", r.sampling.frequency_penalty, "0: off");
+  command->add_option("--seed", r.sampling.seed, "sampling seed (default: drawn by the server and reported)")
+      ->each([&r](const std::string&) { r.sampling.has_seed = true; });
+  command->add_option("--stop", r.stop, "stop string (repeatable)");
+  command->add_flag("--ignore-eos", r.ignore_eos, "keep going past EOS");
+  command->add_option("--n", r.n, "samples of the prompt");
+  command->add_option("--logprobs", r.sampling.num_logprobs, "top-N logprobs per token");
+  command->add_flag("--no-stream", f.no_stream, "one chunk at the end instead of streaming");
+  command->add_flag("--print-ids", f.print_ids, "print the generated ids space-separated on one line");
+  command->add_flag("--json", f.json, "print one JSON object per sample");
+  command->add_flag("--as-chat", f.as_chat, "batch: send each --prompt as a chat user turn");
+  command->add_flag("--prompt-logprobs", r.prompt_logprobs, "also print every prompt token's logprob");
 }
 
-StatusOr<CliFlags> ParseCliFlags(int argc, char** argv, int first) {
-  CliFlags f;
-  f.request.max_tokens = 64;
-  for (int i = first; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= argc) return InvalidArgument(arg + " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&]() -> StatusOr<double> {
-      ASSIGN_OR_RETURN(std::string v, value());
-      return ParseNumber(arg, v);
-    };
-    if (arg == "--server") {
-      ASSIGN_OR_RETURN(f.client.server, value());
-    } else if (arg == "--api-key") {
-      ASSIGN_OR_RETURN(f.client.api_key, value());
-    } else if (arg == "--timeout-s") {
-      ASSIGN_OR_RETURN(double seconds, number());
-      if (!(seconds > 0)) return InvalidArgument("--timeout-s must be positive");
-      f.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    } else if (arg == "--keys") {
-      ASSIGN_OR_RETURN(f.client.keys_dir, value());
-    } else if (arg == "--key-name") {
-      ASSIGN_OR_RETURN(f.client.key_name, value());
-    } else if (arg == "--prompt") {
-      f.request.prompt_kind = proto::PromptKind::kText;
-      ASSIGN_OR_RETURN(f.request.prompt_text, value());
-      f.prompts.push_back(f.request.prompt_text);
-      f.has_prompt = true;
-    } else if (arg == "--chat") {
-      f.request.prompt_kind = proto::PromptKind::kChat;
-      ASSIGN_OR_RETURN(std::string text, value());
-      f.request.chat.push_back({"user", text});
-      f.has_prompt = true;
-    } else if (arg == "--prompt-ids") {
-      f.request.prompt_kind = proto::PromptKind::kTokenIds;
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(f.request.prompt_ids, ParseIds(text));
-      f.has_prompt = true;
-    } else if (arg == "--system") {
-      ASSIGN_OR_RETURN(f.system, value());
-    } else if (arg == "--max-tokens") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.max_tokens = static_cast<uint32_t>(v);
-    } else if (arg == "--temperature") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.temperature = static_cast<float>(v);
-    } else if (arg == "--top-k") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.top_k = static_cast<int32_t>(v);
-    } else if (arg == "--top-p") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.top_p = static_cast<float>(v);
-    } else if (arg == "--min-p") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.min_p = static_cast<float>(v);
-    } else if (arg == "--repetition-penalty") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.repetition_penalty = static_cast<float>(v);
-    } else if (arg == "--presence-penalty") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.presence_penalty = static_cast<float>(v);
-    } else if (arg == "--frequency-penalty") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.frequency_penalty = static_cast<float>(v);
-    } else if (arg == "--seed") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      f.request.sampling.seed = std::strtoull(v.c_str(), nullptr, 10);
-      f.request.sampling.has_seed = true;
-    } else if (arg == "--stop") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      f.request.stop.push_back(v);
-    } else if (arg == "--ignore-eos") {
-      f.request.ignore_eos = true;
-    } else if (arg == "--n") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.n = static_cast<uint32_t>(v);
-    } else if (arg == "--logprobs") {
-      ASSIGN_OR_RETURN(double v, number());
-      f.request.sampling.num_logprobs = static_cast<int32_t>(v);
-    } else if (arg == "--prompt-logprobs") {
-      f.request.prompt_logprobs = true;
-    } else if (arg == "--no-stream") {
-      f.request.stream = false;
-    } else if (arg == "--print-ids") {
-      f.print_ids = true;
-    } else if (arg == "--json") {
-      f.json = true;
-    } else if (arg == "--as-chat") {
-      f.as_chat = true;
-    } else {
-      return InvalidArgument("unknown flag " + arg);
-    }
+// The prompt of a generate request from --prompt, --chat or --prompt-ids; false when none was given.
+bool SetPrompt(CliFlags& f) {
+  proto::GenerateRequest& r = f.request;
+  if (!f.chat.empty()) {
+    r.prompt_kind = proto::PromptKind::kChat;
+    for (const std::string& text : f.chat) r.chat.push_back({"user", text});
+  } else if (!f.prompt_ids.empty()) {
+    r.prompt_kind = proto::PromptKind::kTokenIds;
+    r.prompt_ids = f.prompt_ids;
+  } else if (!f.prompts.empty()) {
+    r.prompt_kind = proto::PromptKind::kText;
+    r.prompt_text = f.prompts.back();
+  } else {
+    return false;
   }
-  return f;
+  return true;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+std::string SampleJson(size_t sample, const GenerateResult& result) {
+  const proto::Finish& finish = result.finish[sample];
+  nlohmann::ordered_json j;
+  j["sample"] = sample;
+  j["text"] = result.text[sample];
+  j["token_ids"] = result.token_ids[sample];
+  j["finish_reason"] = proto::FinishReasonName(finish.reason);
+  j["usage"] = {{"prompt_tokens", finish.usage.prompt_tokens},
+                {"completion_tokens", finish.usage.completion_tokens},
+                {"cached_prompt_tokens", finish.usage.cached_prompt_tokens}};
+  j["ttft_ms"] = finish.ttft_ms;
+  j["tpot_ms"] = finish.tpot_ms;
+  j["seed"] = finish.seed;
+  return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 int Fail(const Status& status) {
@@ -240,9 +167,9 @@ void PrintPromptLogprobs(const proto::PromptLogprobs& prompt, bool json) {
   std::cout.precision(precision);
 }
 
-int Generate(const CliFlags& flags) {
-  if (!flags.has_prompt) {
-    std::cerr << "tpserve generate: one of --prompt, --prompt-ids, --chat is required\n" << kUsage;
+int Generate(CliFlags& flags) {
+  if (!SetPrompt(flags)) {
+    std::cerr << "tpserve generate: one of --prompt, --prompt-ids, --chat is required\nRun with --help for the flags.\n";
     return 2;
   }
   proto::GenerateRequest request = flags.request;
@@ -264,13 +191,7 @@ int Generate(const CliFlags& flags) {
   for (size_t s = 0; s < result->token_ids.size(); ++s) {
     const proto::Finish& finish = result->finish[s];
     if (flags.json) {
-      std::cout << "{\"sample\":" << s << ",\"text\":" << JsonString(result->text[s]) << ",\"token_ids\":[";
-      for (size_t i = 0; i < result->token_ids[s].size(); ++i) std::cout << (i ? "," : "") << result->token_ids[s][i];
-      std::cout << "],\"finish_reason\":\"" << proto::FinishReasonName(finish.reason)
-                << "\",\"usage\":{\"prompt_tokens\":" << finish.usage.prompt_tokens
-                << ",\"completion_tokens\":" << finish.usage.completion_tokens
-                << ",\"cached_prompt_tokens\":" << finish.usage.cached_prompt_tokens << "},\"ttft_ms\":" << finish.ttft_ms
-                << ",\"tpot_ms\":" << finish.tpot_ms << ",\"seed\":" << finish.seed << "}" << std::endl;
+      std::cout << SampleJson(s, *result) << std::endl;
     } else if (flags.print_ids) {
       for (size_t i = 0; i < result->token_ids[s].size(); ++i) std::cout << (i ? " " : "") << result->token_ids[s][i];
       std::cout << std::endl;
@@ -318,7 +239,7 @@ int Chat(const CliFlags& flags) {
 // Every prompt as its own request, all in flight at once on one connection.
 int Batch(const CliFlags& flags) {
   if (flags.prompts.empty()) {
-    std::cerr << "tpserve batch: give at least one --prompt\n";
+    std::cerr << "tpserve batch: give at least one --prompt\nRun with --help for the flags.\n";
     return 2;
   }
   StatusOr<std::unique_ptr<Client>> client = Client::Connect(flags.client);
@@ -408,29 +329,32 @@ int Stats(const CliFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << kUsage;
-    return 2;
-  }
-  const std::string command = argv[1];
-  if (command == "serve") return RunServeCommand(argc, argv);
-  if (command == "keys") return RunKeysCommand(argc, argv);
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
-    return 0;
-  }
-  StatusOr<CliFlags> flags = ParseCliFlags(argc, argv, 2);
-  if (!flags.ok()) {
-    std::cerr << "tpserve: " << flags.status().message() << "\n" << kUsage;
-    return 2;
-  }
-  if (command == "generate") return Generate(*flags);
-  if (command == "chat") return Chat(*flags);
-  if (command == "batch") return Batch(*flags);
-  if (command == "health") return Health(*flags);
-  if (command == "stats") return Stats(*flags);
-  std::cerr << "tpserve: unknown command " << command << "\n" << kUsage;
-  return 2;
+  if (argc >= 2 && std::string(argv[1]) == "serve") return RunServeCommand(argc, argv);  // flags of its own
+  if (argc >= 2 && std::string(argv[1]) == "keys") return RunKeysCommand(argc, argv);
+  CommandLine app("tpserve: the command-line client of a tpserve coordinator, and `tpserve serve` (coordinator + "
+                  "one local worker group; tpserve serve --help).",
+                  "tpserve");
+  app.require_subcommand(1);
+  CliFlags flags;
+  flags.request.max_tokens = 64;
+  CLI::App* generate = app.add_subcommand("generate", "one request: text streams to stdout as it is final; exit 1 "
+                                          "and the typed error on stderr when the server refuses");
+  CLI::App* chat = app.add_subcommand("chat", "an interactive chat in the model's chat format (/quit ends it)");
+  CLI::App* batch = app.add_subcommand("batch", "every --prompt as a concurrent request on one connection; prints "
+                                       "each answer and the throughput");
+  CLI::App* health = app.add_subcommand("health", "the server's health (exit 0 when a worker group serves)");
+  CLI::App* stats = app.add_subcommand("stats", "the server's counters");
+  app.add_subcommand("serve", "coordinator + `mpirun -np TP tpserve-worker` on this host (see tpserve serve --help)");
+  app.add_subcommand("keys", "CURVE keys: tpserve keys init DIR | add-client DIR NAME | add-worker DIR NAME");
+  for (CLI::App* command : {generate, chat, batch, health, stats}) AddConnectionFlags(command, flags);
+  for (CLI::App* command : {generate, chat, batch}) AddRequestFlags(command, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  flags.request.stream = !flags.no_stream;
+  if (generate->parsed()) return Generate(flags);
+  if (chat->parsed()) return Chat(flags);
+  if (batch->parsed()) return Batch(flags);
+  if (health->parsed()) return Health(flags);
+  return Stats(flags);
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/command_line.h"
 
 extern char** environ;
 
@@ -34,17 +36,6 @@ struct ServeFlags {
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
 };
-
-const char kServeUsage[] =
-    "usage: tpserve serve --model M [--tp N] [--host H] [--port P] [--worker-port P]\n"
-    "                     [--threads N] [--kv-memory-mb MB] [--block-size N]    (to tpserve-worker)\n"
-    "                     [--device cpu|cuda]                                    (to tpserve-worker)\n"
-    "                     [--poll US]                                            (to tpserve-worker)\n"
-    "                     [--max-num-seqs N] [--max-batched-tokens N] [--api-key K] (to the coordinator)\n"
-    "                     [--no-prefix-cache] [--insecure] [--max-queue N]       (to the coordinator)\n"
-    "                     [--keys DIR]                   (CURVE: coordinator and workers, `tpserve keys init`)\n"
-    "                     [--metrics-port P] [--metrics-host H]                  (to the coordinator)\n"
-    "                     [--http-port P [--served-model-name NAME]]             (tpserve-http, the OpenAI API)\n";
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -73,69 +64,94 @@ std::string Join(const std::vector<std::string>& args) {
   return out;
 }
 
-bool ParseServeFlags(int argc, char** argv, ServeFlags* f) {
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--no-prefix-cache") {  // flags without a value
-      f->coordinator_args.push_back("--no-prefix-caching");
-      continue;
+// Flags of the children, passed through as given: name -> value (empty when not given).
+struct PassThrough {
+  const char* flag;
+  const char* help;
+  std::string value;
+};
+
+// Declares serve's flags; after parsing, Finish() moves the pass-through ones into worker_args and
+// coordinator_args.
+class ServeFlagParser {
+ public:
+  ServeFlagParser(CLI::App& app, ServeFlags& f) : flags_(f) {
+    app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->required();
+    app.add_option("--tp", f.tp, "tensor-parallel ranks of the worker group")->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--host", f.host, "the coordinator's address")->capture_default_str();
+    app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(1, 65535))->capture_default_str();
+    app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(1, 65535))
+        ->capture_default_str();
+    for (PassThrough& p : worker_) app.add_option(p.flag, p.value, p.help)->group("Worker group (tpserve-worker)");
+    for (PassThrough& p : coordinator_) {
+      app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
-    if (arg == "--insecure") {
-      f->coordinator_args.push_back("--insecure");
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::cerr << "tpserve serve: " << arg << " needs a value\n";
-      return false;
-    }
-    std::string value = argv[++i];
-    if (arg == "--model") {
-      f->model = value;
-    } else if (arg == "--tp") {
-      f->tp = std::atoi(value.c_str());
-    } else if (arg == "--host") {
-      f->host = value;
-    } else if (arg == "--port") {
-      f->port = std::atoi(value.c_str());
-    } else if (arg == "--worker-port") {
-      f->worker_port = std::atoi(value.c_str());
-    } else if (arg == "--http-port") {
-      f->http_port = std::atoi(value.c_str());
-    } else if (arg == "--served-model-name") {
-      f->http_args.insert(f->http_args.end(), {arg, value});
-    } else if (arg == "--threads" || arg == "--kv-memory-mb" || arg == "--block-size" || arg == "--poll" ||
-               arg == "--device") {
-      f->worker_args.insert(f->worker_args.end(), {arg, value});
-    } else if (arg == "--keys") {  // every side: coordinator pair, workers/default, the gateway's clients/default
-      f->worker_args.insert(f->worker_args.end(), {arg, value});
-      f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
-      f->http_args.insert(f->http_args.end(), {arg, value});
-    } else if (arg == "--max-num-seqs" || arg == "--max-batched-tokens" || arg == "--api-key" ||
-               arg == "--max-model-len" || arg == "--metrics-port" || arg == "--metrics-host" ||
-               arg == "--max-queue") {
-      f->coordinator_args.insert(f->coordinator_args.end(), {arg, value});
-      // The gateway accepts the same keys from HTTP clients and sends the first to the coordinator.
-      if (arg == "--api-key") f->http_args.insert(f->http_args.end(), {arg, value});
-    } else {
-      std::cerr << "tpserve serve: unknown flag " << arg << "\n";
-      return false;
-    }
+    app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
+        ->group("Coordinator (tpserve-coordinator)");
+    app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys")
+        ->group("Coordinator (tpserve-coordinator)");
+    app.add_option("--keys", keys_dir_, "CURVE key directory, for the coordinator, the workers and the gateway "
+                   "(`tpserve keys init`)");
+    app.add_option("--api-key", api_key_, "a key clients must send (coordinator and gateway)")
+        ->group("Coordinator (tpserve-coordinator)");
+    app.add_option("--http-port", f.http_port, "also start tpserve-http, the OpenAI API, on this port")
+        ->check(CLI::Range(0, 65535))->group("HTTP gateway (tpserve-http)");
+    app.add_option("--served-model-name", served_model_name_, "model name in OpenAI replies")
+        ->group("HTTP gateway (tpserve-http)");
   }
-  if (f->model.empty() || f->tp < 1 || f->port <= 0 || f->worker_port <= 0 || f->http_port < 0) {
-    std::cerr << "tpserve serve: --model is required; --tp, ports must be positive\n";
-    return false;
+
+  void Finish() {
+    for (const PassThrough& p : worker_) {
+      if (!p.value.empty()) flags_.worker_args.insert(flags_.worker_args.end(), {p.flag, p.value});
+    }
+    for (const PassThrough& p : coordinator_) {
+      if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
+    }
+    if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
+    if (insecure_) flags_.coordinator_args.push_back("--insecure");
+    if (!keys_dir_.empty()) {  // every side: coordinator pair, workers/default, the gateway's clients/default
+      for (auto* args : {&flags_.worker_args, &flags_.coordinator_args, &flags_.http_args}) {
+        args->insert(args->end(), {"--keys", keys_dir_});
+      }
+    }
+    // The gateway accepts the coordinator's API keys from HTTP clients and sends the first one on.
+    if (!api_key_.empty()) {
+      for (auto* args : {&flags_.coordinator_args, &flags_.http_args}) args->insert(args->end(), {"--api-key", api_key_});
+    }
+    if (!served_model_name_.empty()) flags_.http_args.insert(flags_.http_args.end(), {"--served-model-name", served_model_name_});
   }
-  return true;
-}
+
+ private:
+  ServeFlags& flags_;
+  PassThrough worker_[5] = {{"--threads", "kernel threads per rank", ""},
+                            {"--kv-memory-mb", "KV cache memory per rank in MiB", ""},
+                            {"--block-size", "KV block size in tokens", ""},
+                            {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
+                            {"--device", "cpu or cuda", ""}};
+  PassThrough coordinator_[6] = {{"--max-num-seqs", "sequences running at once", ""},
+                                 {"--max-batched-tokens", "token budget of one step", ""},
+                                 {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},
+                                 {"--max-model-len", "longest sequence", ""},
+                                 {"--metrics-port", "serve GET /metrics over HTTP on this port", ""},
+                                 {"--metrics-host", "the metrics endpoint's address", ""}};
+  bool no_prefix_cache_ = false;
+  bool insecure_ = false;
+  std::string keys_dir_;
+  std::string api_key_;
+  std::string served_model_name_;
+};
 
 }  // namespace
 
 int RunServeCommand(int argc, char** argv) {
+  CommandLine app("tpserve serve: a one-host cluster: tpserve-coordinator and `mpirun -np TP tpserve-worker` "
+                  "pointed at it. SIGTERM/SIGINT drains (exit code 0).",
+                  "tpserve serve");
   ServeFlags flags;
-  if (!ParseServeFlags(argc, argv, &flags)) {
-    std::cerr << kServeUsage;
-    return 2;
-  }
+  ServeFlagParser parser(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc - 1, argv + 1)) return *exit_code;  // argv[1]: serve
+  parser.Finish();
   struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);

@@ -1,17 +1,24 @@
-// SHA-256 (FIPS 180-4), for model fingerprints: small and dependency-free, not for secrets.
+// SHA-256 (FIPS 180-4) for model fingerprints, computed by OpenSSL's libcrypto (EVP).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header
 
 namespace tpserve {
 
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
+
   void Update(const void* data, size_t size);
   void Update(std::string_view data) { Update(data.data(), data.size()); }
   // The 32-byte digest. The object is spent afterwards.
@@ -22,12 +29,10 @@ class Sha256 {
   static std::string HexDigest(std::string_view data);  // 64 hex characters
 
  private:
-  void Compress(const uint8_t* block);  // block: [64]
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> buffer_;
-  size_t buffered_ = 0;
-  uint64_t total_bytes_ = 0;
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* context) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeContext> context_;
 };
 
 }  // namespace tpserve

@@ -1,13 +1,10 @@
 #include "common/json.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
-#include <iterator>
-#include <sstream>
-
-#include "common/utf8.h"
+#include <nlohmann/json.hpp>
 
 namespace tpserve {
 
@@ -145,366 +142,162 @@ void JsonValue::BuildIndex() {
   std::sort(index_.begin(), index_.end(), [this](uint32_t a, uint32_t b) { return keys_[a] < keys_[b]; });
 }
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(ch);
-        }
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+OrderedJson ToNlohmann(const JsonValue& v) {
+  switch (v.type()) {
+    case JsonValue::Type::kNull: return nullptr;
+    case JsonValue::Type::kBool: return v.bool_value();
+    case JsonValue::Type::kNumber:
+      if (v.is_integer()) return v.int_value();
+      CHECK(std::isfinite(v.number())) << "JSON cannot hold " << v.number();
+      return v.number();
+    case JsonValue::Type::kString: return v.string_value();
+    case JsonValue::Type::kArray: {
+      OrderedJson out = OrderedJson::array();
+      for (size_t i = 0; i < v.size(); ++i) out.push_back(ToNlohmann(v[i]));
+      return out;
+    }
+    case JsonValue::Type::kObject: {
+      OrderedJson out = OrderedJson::object();
+      for (size_t i = 0; i < v.size(); ++i) out.emplace(v.key(i), ToNlohmann(v[i]));
+      return out;
     }
   }
-  out->push_back('"');
+  return nullptr;
 }
 
-void JsonValue::DumpTo(std::string* out) const {
-  switch (type_) {
-    case Type::kNull: out->append("null"); break;
-    case Type::kBool: out->append(bool_ ? "true" : "false"); break;
-    case Type::kNumber: {
-      char buf[64];
-      std::to_chars_result r;
-      if (is_int_) {
-        r = std::to_chars(buf, buf + sizeof(buf), int_);
-      } else {
-        CHECK(std::isfinite(number_)) << "JSON cannot hold " << number_;
-        r = std::to_chars(buf, buf + sizeof(buf), number_);
-      }
-      out->append(buf, r.ptr);
-      break;
-    }
-    case Type::kString: AppendJsonString(string_, out); break;
-    case Type::kArray:
-      out->push_back('[');
-      for (size_t i = 0; i < items_.size(); ++i) {
-        if (i > 0) out->push_back(',');
-        items_[i].DumpTo(out);
-      }
-      out->push_back(']');
-      break;
-    case Type::kObject:
-      out->push_back('{');
-      for (size_t i = 0; i < items_.size(); ++i) {
-        if (i > 0) out->push_back(',');
-        AppendJsonString(keys_[i], out);
-        out->push_back(':');
-        items_[i].DumpTo(out);
-      }
-      out->push_back('}');
-      break;
-  }
-}
+}  // namespace
 
 std::string JsonValue::Dump() const {
-  std::string out;
-  DumpTo(&out);
-  return out;
+  // Compact; numbers in the shortest form that round-trips; invalid UTF-8 becomes U+FFFD rather
+  // than invalid JSON.
+  return ToNlohmann(*this).dump(-1, ' ', /*ensure_ascii=*/false, OrderedJson::error_handler_t::replace);
 }
 
-// Recursive descent; depth bounded by JsonLimits::max_depth.
-class JsonParser {
+// Builds a JsonValue from nlohmann's SAX events (nlohmann checks the grammar, UTF-8, escapes and
+// number syntax), adding what its parser does not enforce: the depth limit and unique keys. The
+// value under construction is a stack of open arrays/objects, so depth costs no C++ stack.
+class JsonBuilder : public nlohmann::json_sax<nlohmann::json> {
  public:
-  JsonParser(std::string_view text, const JsonLimits& limits) : text_(text), limits_(limits) {}
+  JsonBuilder(std::string_view text, int max_depth) : text_(text), max_depth_(max_depth) {}
 
-  StatusOr<JsonValue> ParseDocument() {
-    if (text_.size() > limits_.max_bytes) {
-      return InvalidArgument("json: input of " + std::to_string(text_.size()) + " bytes exceeds the limit of " +
-                             std::to_string(limits_.max_bytes));
-    }
-    JsonValue v;
-    SkipSpace();
-    RETURN_IF_ERROR(ParseValue(&v, 0));
-    SkipSpace();
-    if (pos_ != text_.size()) return Error("unexpected data after the value");
-    return v;
+  bool null() override { return Add(JsonValue()); }
+  bool boolean(bool b) override { return Add(JsonValue::Bool(b)); }
+  bool number_integer(number_integer_t i) override { return Add(JsonValue::Int(i)); }
+  bool number_unsigned(number_unsigned_t u) override {  // past int64: a double, not an integer
+    return Add(u <= static_cast<uint64_t>(INT64_MAX) ? JsonValue::Int(static_cast<int64_t>(u))
+                                                     : JsonValue::Number(static_cast<double>(u)));
+  }
+  bool number_float(number_float_t d, const string_t& /*text*/) override { return Add(JsonValue::Number(d)); }
+  bool string(string_t& s) override { return Add(JsonValue::String(std::move(s))); }
+  bool binary(binary_t& /*b*/) override { return Fail("binary values are not JSON"); }
+  bool start_object(std::size_t /*size*/) override { return Open(JsonValue::Object()); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t /*size*/) override { return Open(JsonValue::Array()); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) override {
+    // e.what(): "[json.exception.parse_error.101] parse error at line L, column C: what"; the
+    // position is ours to format, as for every other json error.
+    std::string what = e.what();
+    const size_t column = what.find(", column ");
+    const size_t colon = column == std::string::npos ? std::string::npos : what.find(": ", column);
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    return Fail(what, position);
+  }
+
+  StatusOr<JsonValue> Finish() {
+    if (!status_.ok()) return status_;
+    CHECK(is_done_) << "json: the parser ended without a value or an error";
+    return std::move(root_);
   }
 
  private:
-  Status Error(const std::string& what) const {
-    int line = 1;
-    size_t line_start = 0;
-    for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
-      if (text_[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
+  bool Open(JsonValue container) {
+    if (static_cast<int>(open_.size()) >= max_depth_) {
+      return Fail("nesting deeper than " + std::to_string(max_depth_));
     }
-    return InvalidArgument("json: line " + std::to_string(line) + " column " +
-                           std::to_string(pos_ - line_start + 1) + ": " + what);
+    open_.push_back(OpenContainer{std::move(container), std::move(key_)});
+    return true;
   }
 
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek() const { return text_[pos_]; }
-
-  void SkipSpace() {
-    while (!AtEnd() && (Peek() == ' ' || Peek() == '\t' || Peek() == '\n' || Peek() == '\r')) ++pos_;
+  bool Close() {
+    JsonValue done = std::move(open_.back().value);
+    key_ = std::move(open_.back().key);
+    open_.pop_back();
+    if (done.is_object()) {
+      done.BuildIndex();
+      for (size_t i = 1; i < done.index_.size(); ++i) {
+        const std::string& k = done.keys_[done.index_[i]];
+        if (k == done.keys_[done.index_[i - 1]]) return Fail("duplicate key \"" + k + "\" in object");
+      }
+    }
+    return Add(std::move(done));
   }
 
-  Status ParseValue(JsonValue* out, int depth) {
-    if (AtEnd()) return Error("unexpected end of input");
-    switch (Peek()) {
-      case '{': return ParseObject(out, depth + 1);
-      case '[': return ParseArray(out, depth + 1);
-      case '"':
-        out->type_ = JsonValue::Type::kString;
-        return ParseString(&out->string_);
-      case 't': return ParseLiteral("true", out, JsonValue::Bool(true));
-      case 'f': return ParseLiteral("false", out, JsonValue::Bool(false));
-      case 'n': return ParseLiteral("null", out, JsonValue());
-      default:
-        if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) return ParseNumber(out);
-        return Error(std::string("unexpected character '") + Peek() + "'");
+  bool Add(JsonValue v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      is_done_ = true;
+      return true;
     }
+    JsonValue& parent = open_.back().value;
+    if (parent.is_object()) parent.keys_.push_back(std::move(key_));
+    parent.items_.push_back(std::move(v));
+    return true;
   }
 
-  Status ParseLiteral(std::string_view word, JsonValue* out, JsonValue value) {
-    if (text_.substr(pos_, word.size()) != word) return Error("invalid literal");
-    pos_ += word.size();
-    *out = std::move(value);
-    return OkStatus();
+  // position: bytes read when the error was seen, the offending one included (nlohmann's count);
+  // 0 for errors found after the fact (depth, duplicates), which name no position.
+  bool Fail(const std::string& what, size_t position = 0) {
+    if (position == 0 || text_.empty()) {
+      status_ = InvalidArgument("json: " + what);
+      return false;
+    }
+    const size_t at = std::min(position, text_.size()) - 1;  // the offending byte
+    const std::string_view before = text_.substr(0, at);
+    const size_t newline = before.rfind('\n');
+    const size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+    const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
+    status_ = InvalidArgument("json: line " + std::to_string(line) + " column " +
+                              std::to_string(at - line_start + 1) + ": " + what);
+    return false;
   }
 
-  Status ParseNumber(JsonValue* out) {
-    const size_t start = pos_;
-    auto digits = [&] {
-      const size_t b = pos_;
-      while (!AtEnd() && Peek() >= '0' && Peek() <= '9') ++pos_;
-      return pos_ - b;
-    };
-    if (Peek() == '-') ++pos_;
-    if (AtEnd()) return Error("truncated number");
-    if (Peek() == '0') {
-      ++pos_;
-      if (!AtEnd() && Peek() >= '0' && Peek() <= '9') return Error("leading zero in number");
-    } else if (digits() == 0) {
-      return Error("invalid number");
-    }
-    bool is_int = true;
-    if (!AtEnd() && Peek() == '.') {
-      ++pos_;
-      is_int = false;
-      if (digits() == 0) return Error("digits expected after '.'");
-    }
-    if (!AtEnd() && (Peek() == 'e' || Peek() == 'E')) {
-      ++pos_;
-      is_int = false;
-      if (!AtEnd() && (Peek() == '+' || Peek() == '-')) ++pos_;
-      if (digits() == 0) return Error("digits expected in exponent");
-    }
-    const char* b = text_.data() + start;
-    const char* e = text_.data() + pos_;
-    out->type_ = JsonValue::Type::kNumber;
-    if (is_int) {
-      int64_t i = 0;
-      auto r = std::from_chars(b, e, i);
-      if (r.ec == std::errc() && r.ptr == e) {
-        out->is_int_ = true;
-        out->int_ = i;
-        out->number_ = static_cast<double>(i);
-        return OkStatus();
-      }
-    }
-    double d = 0;
-    auto r = std::from_chars(b, e, d);
-    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) {
-      return Error("invalid number");
-    }
-    if (r.ec == std::errc::result_out_of_range || !std::isfinite(d)) return Error("number out of range");
-    out->number_ = d;
-    return OkStatus();
-  }
-
-  StatusOr<uint32_t> ParseHex4() {
-    if (text_.size() - pos_ < 4) return Error("truncated \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text_[pos_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return Error("invalid hex digit in \\u escape");
-    }
-    return v;
-  }
-
-
-
-  // Length of the valid UTF-8 sequence at pos_ (lead byte >= 0x80), 0 if invalid (overlong forms,
-  // surrogates and code points past U+10FFFF are invalid).
-  size_t Utf8SequenceLength() const {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text_[pos_ + k]); };
-    const unsigned char c = byte(0);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
-    else return 0;
-    if (text_.size() - pos_ < n) return 0;
-    for (size_t k = 1; k < n; ++k) {
-      if ((byte(k) & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (byte(k) & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return n;
-  }
-
-  Status ParseString(std::string* out) {
-    ++pos_;  // opening quote
-    out->clear();
-    while (true) {
-      if (AtEnd()) return Error("unterminated string");
-      const unsigned char c = static_cast<unsigned char>(Peek());
-      if (c == '"') {
-        ++pos_;
-        return OkStatus();
-      }
-      if (c < 0x20) return Error("raw control character in string");
-      if (c >= 0x80) {
-        const size_t n = Utf8SequenceLength();
-        if (n == 0) return Error("invalid UTF-8 in string");
-        out->append(text_.data() + pos_, n);
-        pos_ += n;
-        continue;
-      }
-      if (c != '\\') {
-        // Copy the run of plain characters at once.
-        size_t end = pos_;
-        while (end < text_.size()) {
-          const unsigned char d = static_cast<unsigned char>(text_[end]);
-          if (d == '"' || d == '\\' || d < 0x20 || d >= 0x80) break;
-          ++end;
-        }
-        out->append(text_.data() + pos_, end - pos_);
-        pos_ = end;
-        continue;
-      }
-      ++pos_;
-      if (AtEnd()) return Error("unterminated escape");
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          ASSIGN_OR_RETURN(uint32_t cp, ParseHex4());
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return Error("lone low surrogate in \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (text_.substr(pos_, 2) != "\\u") return Error("high surrogate without a low surrogate");
-            pos_ += 2;
-            ASSIGN_OR_RETURN(uint32_t lo, ParseHex4());
-            if (lo < 0xDC00 || lo > 0xDFFF) return Error("high surrogate without a low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          AppendUtf8(cp, out);
-          break;
-        }
-        default:
-          --pos_;
-          return Error(std::string("invalid escape '\\") + e + "'");
-      }
-    }
-  }
-
-  Status ParseArray(JsonValue* out, int depth) {
-    if (depth > limits_.max_depth) return Error("nesting deeper than " + std::to_string(limits_.max_depth));
-    ++pos_;
-    *out = JsonValue::Array();
-    SkipSpace();
-    if (!AtEnd() && Peek() == ']') {
-      ++pos_;
-      return OkStatus();
-    }
-    while (true) {
-      SkipSpace();
-      JsonValue item;
-      RETURN_IF_ERROR(ParseValue(&item, depth));
-      out->items_.push_back(std::move(item));
-      SkipSpace();
-      if (AtEnd()) return Error("unterminated array");
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == ']') {
-        ++pos_;
-        return OkStatus();
-      }
-      return Error("',' or ']' expected");
-    }
-  }
-
-  Status ParseObject(JsonValue* out, int depth) {
-    if (depth > limits_.max_depth) return Error("nesting deeper than " + std::to_string(limits_.max_depth));
-    ++pos_;
-    *out = JsonValue::Object();
-    SkipSpace();
-    if (!AtEnd() && Peek() == '}') {
-      ++pos_;
-      return OkStatus();
-    }
-    while (true) {
-      SkipSpace();
-      if (AtEnd() || Peek() != '"') return Error("string key expected");
-      std::string key;
-      RETURN_IF_ERROR(ParseString(&key));
-      SkipSpace();
-      if (AtEnd() || Peek() != ':') return Error("':' expected");
-      ++pos_;
-      SkipSpace();
-      JsonValue item;
-      RETURN_IF_ERROR(ParseValue(&item, depth));
-      out->keys_.push_back(std::move(key));
-      out->items_.push_back(std::move(item));
-      SkipSpace();
-      if (AtEnd()) return Error("unterminated object");
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == '}') {
-        ++pos_;
-        break;
-      }
-      return Error("',' or '}' expected");
-    }
-    out->BuildIndex();
-    for (size_t i = 1; i < out->index_.size(); ++i) {
-      if (out->keys_[out->index_[i]] == out->keys_[out->index_[i - 1]]) {
-        return Error("duplicate key \"" + out->keys_[out->index_[i]] + "\" in object");
-      }
-    }
-    return OkStatus();
-  }
+  struct OpenContainer {
+    JsonValue value;  // an array or object being filled
+    std::string key;  // the key it will have in its parent object (if the parent is one)
+  };
 
   std::string_view text_;
-  const JsonLimits& limits_;
-  size_t pos_ = 0;
+  int max_depth_;
+  std::vector<OpenContainer> open_;
+  std::string key_;  // the key of the next value in the innermost open object
+  JsonValue root_;
+  bool is_done_ = false;
+  Status status_;
 };
 
 StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& limits) {
-  return JsonParser(text, limits).ParseDocument();
+  if (text.size() > limits.max_bytes) {
+    return InvalidArgument("json: input of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
+                           std::to_string(limits.max_bytes));
+  }
+  JsonBuilder builder(text, limits.max_depth);
+  try {
+    nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
+                              /*strict=*/true, /*ignore_comments=*/false);
+  } catch (const nlohmann::json::exception& e) {  // none expected from the SAX path; kept a Status
+    return InvalidArgument(std::string("json: ") + e.what());
+  }
+  return builder.Finish();
 }
 
 StatusOr<JsonValue> ReadJsonFile(const std::string& path, const JsonLimits& limits) {

@@ -1,5 +1,7 @@
-// JsonValue and ParseJson: a small strict JSON (RFC 8259) reader and writer for the files tpserve
-// reads (config.json, tokenizer.json, safetensors headers) and writes (synthetic checkpoints).
+// JsonValue and ParseJson: a strict JSON (RFC 8259) reader and writer for the files tpserve reads
+// (config.json, tokenizer.json, safetensors headers) and writes (synthetic checkpoints). Parsing and
+// serialisation are nlohmann-json's (Debian nlohmann-json3-dev); this adds the limits and checks
+// below and a value type with ordered keys and O(log n) lookup that the model readers share.
 //
 // Strict means: no comments, no trailing commas, no NaN/Infinity, no leading zeros or '+', no raw
 // control characters in strings, no lone UTF-16 surrogates, only valid UTF-8, no duplicate keys in
@@ -64,13 +66,13 @@ class JsonValue {
   void Append(JsonValue v);
   void Set(std::string key, JsonValue v);
 
-  // Compact serialisation (no spaces); strings escaped so that ParseJson reads them back equal.
-  // Non-integer numbers use the shortest form that round-trips a double. REQUIRES: finite numbers.
+  // Compact serialisation (no spaces); strings escaped so that ParseJson reads them back equal
+  // (bytes that are not UTF-8 become U+FFFD). Non-integer numbers use the shortest form that
+  // round-trips a double. REQUIRES: finite numbers.
   std::string Dump() const;
 
  private:
-  friend class JsonParser;
-  void DumpTo(std::string* out) const;
+  friend class JsonBuilder;
   void BuildIndex();  // sorts index_ by key
 
   Type type_ = Type::kNull;
@@ -96,8 +98,5 @@ StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& limits = 
 // Reads and parses a file. NOT_FOUND if it cannot be opened; DATA_LOSS "PATH: json: ..." if it does
 // not parse.
 StatusOr<JsonValue> ReadJsonFile(const std::string& path, const JsonLimits& limits = {});
-
-// Appends `s` as a quoted JSON string (escaping '"', '\\' and control characters; UTF-8 kept).
-void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace tpserve

@@ -5,15 +5,16 @@
 //   tpserve-coordinator --model M [--host 0.0.0.0] [--port 5555] [--worker-port 5556]
 //       [--max-num-seqs 64] [--max-batched-tokens 512] [--max-queue 256] [--max-model-len N]
 //       [--no-prefix-caching] [--api-key K]... [--step-timeout-ms 60000] [--client-timeout-ms 30000]
-//       [--metrics-port P] [--metrics-host 127.0.0.1]
+//       [--metrics-port P] [--metrics-host 127.0.0.1] [--keys DIR] [--insecure]
 // --metrics-port serves GET /metrics (Prometheus text) over HTTP; off without it.
+//   (tpserve-coordinator --help: what each flag does)
 #include <csignal>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "comm/model_fingerprint.h"
+#include "common/command_line.h"
 #include "common/logging.h"
 #include "coordinator/server.h"
 #include "model/gguf_file.h"
@@ -37,89 +38,56 @@ struct Flags {
   ServerOptions server;
 };
 
-void Usage() {
-  std::cerr << "usage: tpserve-coordinator --model M [--host H] [--port P] [--worker-port P]\n"
-               "  [--max-num-seqs N] [--max-batched-tokens N] [--max-queue N] [--max-model-len N]\n"
-               "  [--no-prefix-caching] [--api-key K]... [--step-timeout-ms MS] [--client-timeout-ms MS]\n"
-               "  [--keys DIR (CURVE: `tpserve keys init DIR`)] [--insecure (bind a non-loopback host without keys)]\n"
-               "  [--metrics-port P] [--metrics-host H]   GET /metrics over HTTP (default host 127.0.0.1)\n";
-}
-
-StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags f;
-  f.server.scheduler.max_num_batched_tokens = 512;
-  f.server.scheduler.max_model_len = 0;  // 0: the model's context length
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= argc) return InvalidArgument(arg + " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto int_value = [&]() -> StatusOr<int> {
-      ASSIGN_OR_RETURN(std::string v, value());
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > (1 << 30)) return InvalidArgument(arg + ": bad number " + v);
-      return static_cast<int>(n);
-    };
-    if (arg == "--model") {
-      ASSIGN_OR_RETURN(f.model, value());
-    } else if (arg == "--host") {
-      ASSIGN_OR_RETURN(f.host, value());
-    } else if (arg == "--port") {
-      ASSIGN_OR_RETURN(f.port, int_value());
-    } else if (arg == "--worker-port") {
-      ASSIGN_OR_RETURN(f.worker_port, int_value());
-    } else if (arg == "--max-num-seqs") {
-      ASSIGN_OR_RETURN(f.server.scheduler.max_num_seqs, int_value());
-    } else if (arg == "--max-batched-tokens") {
-      ASSIGN_OR_RETURN(f.server.scheduler.max_num_batched_tokens, int_value());
-    } else if (arg == "--max-queue") {
-      ASSIGN_OR_RETURN(f.server.scheduler.max_queue, int_value());
-    } else if (arg == "--max-model-len") {
-      ASSIGN_OR_RETURN(f.server.scheduler.max_model_len, int_value());
-    } else if (arg == "--keys") {
-      ASSIGN_OR_RETURN(f.server.keys_dir, value());
-    } else if (arg == "--insecure") {
-      f.server.insecure = true;
-    } else if (arg == "--no-prefix-caching") {
-      f.server.scheduler.enable_prefix_caching = false;
-    } else if (arg == "--api-key") {
-      ASSIGN_OR_RETURN(std::string key, value());
-      f.server.api_keys.push_back(key);
-    } else if (arg == "--step-timeout-ms") {
-      ASSIGN_OR_RETURN(int ms, int_value());
-      f.server.step_timeout = std::chrono::milliseconds(ms);
-    } else if (arg == "--client-timeout-ms") {
-      ASSIGN_OR_RETURN(int ms, int_value());
-      f.server.client_timeout = std::chrono::milliseconds(ms);
-    } else if (arg == "--metrics-port") {
-      ASSIGN_OR_RETURN(f.server.metrics_port, int_value());
-    } else if (arg == "--metrics-host") {
-      ASSIGN_OR_RETURN(f.server.metrics_host, value());
-    } else if (arg == "--help" || arg == "-h") {
-      Usage();
-      std::exit(0);
-    } else {
-      return InvalidArgument("unknown flag " + arg);
-    }
-  }
-  if (f.model.empty()) return InvalidArgument("--model is required");
-  return f;
+void AddFlags(CLI::App& app, Flags& f) {
+  ServerOptions& s = f.server;
+  const auto count = CLI::Range(0, 1 << 30);
+  app.add_option("--model", f.model, "GGUF file: its config and tokenizer (the weights stay with the workers)")
+      ->required();
+  app.add_option("--host", f.host, "address of both endpoints (another than loopback needs --keys or --insecure)")
+      ->capture_default_str();
+  app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(0, 65535))->capture_default_str();
+  app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--max-num-seqs", s.scheduler.max_num_seqs, "sequences running at once per worker group")
+      ->check(count)->capture_default_str();
+  app.add_option("--max-batched-tokens", s.scheduler.max_num_batched_tokens, "token budget of one step")
+      ->check(count)->capture_default_str();
+  app.add_option("--max-queue", s.scheduler.max_queue, "waiting sequences before `overloaded`")->check(count)
+      ->capture_default_str();
+  app.add_option("--max-model-len", s.scheduler.max_model_len, "longest sequence (0: the model's context length)")
+      ->check(count);
+  app.add_flag("--no-prefix-caching", [&s](int64_t) { s.scheduler.enable_prefix_caching = false; },
+               "never reuse cached prompt blocks");
+  app.add_option("--api-key", s.api_keys, "a key clients must send (repeatable; none: no check)");
+  app.add_option("--keys", s.keys_dir, "CURVE key directory (`tpserve keys init DIR`)");
+  app.add_flag("--insecure", s.insecure, "bind a non-loopback host without keys");
+  app.add_option("--metrics-port", s.metrics_port, "serve GET /metrics (Prometheus text) over HTTP on this port")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-host", s.metrics_host, "the metrics endpoint's address")->capture_default_str();
+  app.add_option_function<int>(
+         "--step-timeout-ms", [&s](int ms) { s.step_timeout = std::chrono::milliseconds(ms); },
+         "a worker group that takes longer for a step is lost")
+      ->check(count);
+  app.add_option_function<int>(
+         "--client-timeout-ms", [&s](int ms) { s.client_timeout = std::chrono::milliseconds(ms); },
+         "a client silent this long has its requests cancelled (0: never)")
+      ->check(count);
 }
 
 int Main(int argc, char** argv) {
-  StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::cerr << "tpserve-coordinator: " << flags.status().message() << "\n";
-    Usage();
-    return 2;
-  }
+  CommandLine app("tpserve-coordinator: the coordinator. Serves clients and worker groups until SIGTERM/SIGINT, "
+                  "which drains: new requests are refused, running ones finish, exit code 0.",
+                  "tpserve-coordinator");
+  Flags flags;
+  flags.server.scheduler.max_num_batched_tokens = 512;
+  flags.server.scheduler.max_model_len = 0;  // 0: the model's context length
+  AddFlags(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   auto fail = [](const Status& s) {
     std::cerr << "tpserve-coordinator: " << s.ToString() << "\n";
     return 1;
   };
-  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(flags->model);
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(flags.model);
   if (!file.ok()) return fail(file.status());
   StatusOr<ModelConfig> config = ModelConfigFromGguf(**file);
   if (!config.ok()) return fail(config.status());
@@ -127,13 +95,13 @@ int Main(int argc, char** argv) {
   if (!tokenizer.ok()) {
     LOG(WARN) << "no tokenizer (" << tokenizer.status().ToString() << "): token-id prompts only";
   }
-  StatusOr<ModelFingerprint> fingerprint = ComputeModelFingerprint(flags->model);
+  StatusOr<ModelFingerprint> fingerprint = ComputeModelFingerprint(flags.model);
   if (!fingerprint.ok()) return fail(fingerprint.status());
 
-  ServerOptions options = flags->server;
-  options.client_endpoint = "tcp://" + flags->host + ":" + std::to_string(flags->port);
-  options.worker_endpoint = "tcp://" + flags->host + ":" + std::to_string(flags->worker_port);
-  options.model_name = config->name.empty() ? flags->model : config->name;
+  ServerOptions options = flags.server;
+  options.client_endpoint = "tcp://" + flags.host + ":" + std::to_string(flags.port);
+  options.worker_endpoint = "tcp://" + flags.host + ":" + std::to_string(flags.worker_port);
+  options.model_name = config->name.empty() ? flags.model : config->name;
   options.limits.vocab_size = config->vocab_size;
   options.limits.context_length = config->context_length;
   if (options.scheduler.max_model_len <= 0 || options.scheduler.max_model_len > config->context_length) {

@@ -11,7 +11,7 @@ packages=(
   capnproto libcapnp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps tcpdump
-  libboost-dev nlohmann-json3-dev libcli11-dev
+  libboost-dev nlohmann-json3-dev libssl-dev libcli11-dev   # HTTP (Beast), JSON, SHA-256 (libcrypto), flags (CLI11)
 )
 
 missing=()

@@ -6,105 +6,79 @@
 //   tpserve-mkmodel --preset tiny --format safetensors --out /tmp/tiny-hf
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "common/command_line.h"
 #include "model/synthetic_model.h"
 
 namespace tpserve {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: tpserve-mkmodel --out PATH [--format gguf|safetensors] [--preset NAME] [--type T] [--seed N]\n"
-    "         [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]\n"
-    "         [--context N] [--rope-theta F] [--rms-eps F] [--tied | --untied] [--shard-mb N]\n"
-    "  presets: llama2-7b llama3-8b smollm2-135m llama-1b tiny (flags after it override its fields)\n"
-    "  types: f32 f16 bf16 q8_0 q4_0 q4_1 (norms are always f32; safetensors stores quantised\n"
-    "         weights as their dequantised f32 values)\n";
-
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "tpserve-mkmodel: %s\n%s", message.c_str(), kUsage);
+  std::fprintf(stderr, "tpserve-mkmodel: %s\nRun with --help for the flags.\n", message.c_str());
   return 2;
 }
 
-bool ParseInt(const std::string& s, int64_t* out) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0') return false;
-  *out = v;
-  return true;
-}
+// The shape flags: each overrides its field of the preset when given.
+struct ShapeFlag {
+  const char* name;
+  int ModelConfig::*field;
+  const char* help;
+  int value = 0;
+  CLI::Option* option = nullptr;
+};
 
 int Main(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (a == "--tied" || a == "--untied") {
-      flags.insert_or_assign(std::string(argv[i] + 2), std::string(1, '1'));
-      continue;
-    }
-    if (a.rfind("--", 0) != 0 || i + 1 >= argc) return Fail("bad argument " + a);
-    flags.insert_or_assign(std::string(argv[i] + 2), std::string(argv[i + 1]));
-    ++i;
-  }
-  auto take = [&flags](const std::string& k, std::string* v) {
-    auto it = flags.find(k);
-    if (it == flags.end()) return false;
-    *v = it->second;
-    flags.erase(it);
-    return true;
-  };
+  CommandLine app("tpserve-mkmodel: writes a synthetic Llama model (seeded random weights) as GGUF or as a Hugging "
+               "Face safetensors directory.",
+               "tpserve-mkmodel");
+  std::string out, format = "gguf", preset_name = "tiny", type_name;
+  uint64_t seed = 0;
+  float rope_theta = 0, rms_eps = 0;
+  int64_t shard_mb = 0;
+  app.add_option("--out", out, "the .gguf file or the directory to write")->required();
+  app.add_option("--format", format, "gguf or safetensors")->check(CLI::IsMember({"gguf", "safetensors"}))
+      ->capture_default_str();
+  app.add_option("--preset", preset_name, "llama2-7b llama3-8b smollm2-135m llama-1b tiny (the flags below "
+                 "override its fields)")->capture_default_str();
+  app.add_option("--type", type_name, "f32 f16 bf16 q8_0 q4_0 q4_1 (norms are always f32; safetensors stores "
+                 "quantised weights as their dequantised f32 values)");
+  CLI::Option* seed_option = app.add_option("--seed", seed, "weights seed");
+  std::vector<ShapeFlag> shape = {
+      {"--layers", &ModelConfig::num_layers, "layers"},       {"--hidden", &ModelConfig::hidden_size, "hidden size"},
+      {"--heads", &ModelConfig::num_heads, "query heads"},    {"--kv-heads", &ModelConfig::num_kv_heads, "KV heads"},
+      {"--head-dim", &ModelConfig::head_dim, "head dim (default hidden / heads)"},
+      {"--ffn", &ModelConfig::ffn_size, "FFN size"},          {"--vocab", &ModelConfig::vocab_size, "vocabulary"},
+      {"--context", &ModelConfig::context_length, "context length"}};
+  for (ShapeFlag& f : shape) f.option = app.add_option(f.name, f.value, f.help)->check(CLI::Range(1, 1 << 30));
+  CLI::Option* rope_option = app.add_option("--rope-theta", rope_theta, "RoPE base");
+  CLI::Option* eps_option = app.add_option("--rms-eps", rms_eps, "RMSNorm epsilon");
+  bool is_tied = false, is_untied = false;
+  CLI::Option* tied = app.add_flag("--tied", is_tied, "tie the LM head to the embedding");
+  app.add_flag("--untied", is_untied, "a separate LM head")->excludes(tied);
+  CLI::Option* shard_option = app.add_option("--shard-mb", shard_mb, "safetensors: largest shard in MiB")
+                                  ->check(CLI::PositiveNumber);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
 
   SyntheticModelOptions o;
-  std::string s;
-  if (!take("preset", &s)) s = "tiny";
-  StatusOr<ModelConfig> preset = SyntheticPreset(s);
+  StatusOr<ModelConfig> preset = SyntheticPreset(preset_name);
   if (!preset.ok()) return Fail(preset.status().message());
   o.config = *preset;
-
-  std::string out, format = "gguf";
-  if (!take("out", &out)) return Fail("--out is required");
-  take("format", &format);
-  if (format != "gguf" && format != "safetensors") return Fail("--format must be gguf or safetensors");
-  if (take("type", &s) && !ParseDType(s, &o.type)) return Fail("unknown --type " + s);
-
-  bool head_dim_given = false;
-  struct IntFlag {
-    const char* name;
-    int* field;
-  };
+  if (!type_name.empty() && !ParseDType(type_name, &o.type)) return Fail("unknown --type " + type_name);
   ModelConfig& c = o.config;
-  for (IntFlag f : {IntFlag{"layers", &c.num_layers}, {"hidden", &c.hidden_size}, {"heads", &c.num_heads},
-                    {"kv-heads", &c.num_kv_heads}, {"head-dim", &c.head_dim}, {"ffn", &c.ffn_size},
-                    {"vocab", &c.vocab_size}, {"context", &c.context_length}}) {
-    if (!take(f.name, &s)) continue;
-    int64_t v = 0;
-    if (!ParseInt(s, &v) || v <= 0 || v > (int64_t{1} << 30)) return Fail(std::string("bad --") + f.name);
-    *f.field = static_cast<int>(v);
-    if (std::string(f.name) == "head-dim") head_dim_given = true;
+  for (const ShapeFlag& f : shape) {
+    if (f.option->count() > 0) c.*f.field = f.value;
   }
-  if (!head_dim_given) c.head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;
-  if (take("seed", &s)) {
-    int64_t v = 0;
-    if (!ParseInt(s, &v)) return Fail("bad --seed");
-    o.seed = static_cast<uint64_t>(v);
-  }
-  if (take("rope-theta", &s)) c.rope_theta = std::strtof(s.c_str(), nullptr);
-  if (take("rms-eps", &s)) c.rms_eps = std::strtof(s.c_str(), nullptr);
-  if (take("tied", &s)) c.tied_embeddings = true;
-  if (take("untied", &s)) c.tied_embeddings = false;
-  if (take("shard-mb", &s)) {
-    int64_t v = 0;
-    if (!ParseInt(s, &v) || v <= 0) return Fail("bad --shard-mb");
-    o.max_shard_bytes = static_cast<uint64_t>(v) << 20;
-  }
-  if (!flags.empty()) return Fail("unknown flag --" + flags.begin()->first);
+  if (shape[4].option->count() == 0) c.head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;
+  if (seed_option->count() > 0) o.seed = seed;
+  if (rope_option->count() > 0) c.rope_theta = rope_theta;
+  if (eps_option->count() > 0) c.rms_eps = rms_eps;
+  if (is_tied) c.tied_embeddings = true;
+  if (is_untied) c.tied_embeddings = false;
+  if (shard_option->count() > 0) o.max_shard_bytes = static_cast<uint64_t>(shard_mb) << 20;
 
   const auto start = std::chrono::steady_clock::now();
   Status st = format == "gguf" ? WriteSyntheticGguf(o, out) : WriteSyntheticHfDir(o, out);

@@ -1,4 +1,4 @@
-// tpserve-run: local generation on one rank, for debugging and scripting.
+// tpserve-run: local generation on one rank, for debugging and scripting (flags: tpserve-run --help).
 //   tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]
 //     [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--poll US] [--chat]
 // --device cuda runs the rank(s) on GPUs (worker/device_executor.h); the default is cpu.
@@ -6,14 +6,17 @@
 // group (rank 0 drives and prints; the other ranks serve its steps; see worker/group_runtime.h).
 // With --print-ids the generated ids (not the prompt) go space-separated on one line of stdout;
 // otherwise the generated text streams to stdout. Timings go to stderr.
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/command_line.h"
 #include "kernels/cpu/isa.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -33,10 +36,8 @@ namespace {
 
 struct RunFlags {
   std::string model;
-  std::string prompt;
-  bool has_prompt = false;
+  std::string prompt;             // or
   std::vector<int32_t> prompt_ids;
-  bool has_prompt_ids = false;
   int max_tokens = 32;
   SamplingParams sampling;
   bool ignore_eos = false;
@@ -46,126 +47,35 @@ struct RunFlags {
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int64_t kv_mb = 256;
   int tp = 1;
-  Device device = Device::kCpu;
+  std::string device_name = "cpu";
+  Device device = Device::kCpu;  // from device_name
+  bool has_prompt() const { return prompt_ids.empty(); }
 };
 
-const char kUsage[] =
-    "usage: tpserve-run --model FILE (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--temperature T]\n"
-    "                   [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--print-ids] [--threads N] [--chat]\n"
-    "                   [--kv-mb MB] [--tp N] [--poll US] [--device cpu|cuda]\n"
-    "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
-
-StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size()) return static_cast<int64_t>(v);
-  } catch (...) {
-  }
-  return InvalidArgument(flag + ": not an integer: '" + text + "'");
-}
-
-StatusOr<double> ParseFloat(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (...) {
-  }
-  return InvalidArgument(flag + ": not a number: '" + text + "'");
-}
-
-StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    ASSIGN_OR_RETURN(int64_t id, ParseInt("--prompt-ids", text.substr(begin, end - begin)));
-    if (id < 0 || id > INT32_MAX) return InvalidArgument("--prompt-ids: id out of range: " + std::to_string(id));
-    ids.push_back(static_cast<int32_t>(id));
-    begin = end + 1;
-  }
-  return ids;
-}
-
-StatusOr<RunFlags> ParseFlags(int argc, char** argv) {
-  RunFlags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= argc) return InvalidArgument(arg + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (arg == "--model") {
-      ASSIGN_OR_RETURN(flags.model, value());
-    } else if (arg == "--prompt") {
-      ASSIGN_OR_RETURN(flags.prompt, value());
-      flags.has_prompt = true;
-    } else if (arg == "--prompt-ids") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(flags.prompt_ids, ParseIds(text));
-      flags.has_prompt_ids = true;
-    } else if (arg == "--max-tokens") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
-      if (n < 0 || n > 1 << 20) return InvalidArgument("--max-tokens out of range");
-      flags.max_tokens = static_cast<int>(n);
-    } else if (arg == "--temperature") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(double t, ParseFloat(arg, text));
-      if (t < 0) return InvalidArgument("--temperature must be >= 0");
-      flags.sampling.temperature = static_cast<float>(t);
-    } else if (arg == "--top-k") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t k, ParseInt(arg, text));
-      if (k < 0) return InvalidArgument("--top-k must be >= 0");
-      flags.sampling.top_k = static_cast<int32_t>(k);
-    } else if (arg == "--top-p") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(double p, ParseFloat(arg, text));
-      if (p <= 0 || p > 1) return InvalidArgument("--top-p must be in (0, 1]");
-      flags.sampling.top_p = static_cast<float>(p);
-    } else if (arg == "--seed") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t s, ParseInt(arg, text));
-      flags.sampling.seed = static_cast<uint64_t>(s);
-    } else if (arg == "--threads") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
-      if (n < 0 || n > 1024) return InvalidArgument("--threads out of range");
-      flags.threads = static_cast<int>(n);
-    } else if (arg == "--poll") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t us, ParseInt(arg, text));
-      if (us < 0 || us > 1000000) return InvalidArgument("--poll must be in [0, 1000000] microseconds");
-      flags.poll_us = static_cast<int>(us);
-    } else if (arg == "--kv-mb") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(flags.kv_mb, ParseInt(arg, text));
-      if (flags.kv_mb < 1) return InvalidArgument("--kv-mb must be positive");
-    } else if (arg == "--tp") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(int64_t n, ParseInt(arg, text));
-      if (n < 1 || n > 1024) return InvalidArgument("--tp out of range");
-      flags.tp = static_cast<int>(n);
-    } else if (arg == "--device") {
-      ASSIGN_OR_RETURN(std::string text, value());
-      ASSIGN_OR_RETURN(flags.device, ParseDevice(text));
-    } else if (arg == "--ignore-eos") {
-      flags.ignore_eos = true;
-    } else if (arg == "--print-ids") {
-      flags.print_ids = true;
-    } else if (arg == "--chat") {
-      flags.chat = true;
-    } else {
-      return InvalidArgument("unknown flag " + arg);
-    }
-  }
-  if (flags.model.empty()) return InvalidArgument("--model is required");
-  if (flags.has_prompt == flags.has_prompt_ids) return InvalidArgument("give exactly one of --prompt, --prompt-ids");
-  if (flags.chat && !flags.has_prompt) return InvalidArgument("--chat needs --prompt");
-  return flags;
+// Declares the flags on `app`; the CLI11 checks cover ranges and which flags go together.
+void AddFlags(CLI::App& app, RunFlags& f) {
+  app.add_option("--model", f.model, "GGUF file or Hugging Face safetensors directory")->required();
+  CLI::Option_group* prompt = app.add_option_group("prompt", "exactly one of");
+  CLI::Option* text = prompt->add_option("--prompt", f.prompt, "prompt text");
+  prompt->add_option("--prompt-ids", f.prompt_ids, "prompt as token ids: 1,2,3")
+      ->delimiter(',')
+      ->check(CLI::Range(0, INT32_MAX));
+  prompt->require_option(1);
+  app.add_option("--max-tokens", f.max_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--temperature", f.sampling.temperature, "0: greedy")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", f.sampling.top_k, "0: off")->check(CLI::Range(0, INT32_MAX));
+  app.add_option("--top-p", f.sampling.top_p, "1: off")->check(Interval(0, 1, false, true));
+  app.add_option("--seed", f.sampling.seed, "sampling seed (any 64-bit value, e.g. one a server reported)");
+  app.add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS");
+  app.add_flag("--print-ids", f.print_ids, "print the generated ids space-separated on one line, not the text");
+  app.add_flag("--chat", f.chat, "render --prompt as a user turn in the model's chat format")->needs(text);
+  app.add_option("--threads", f.threads, "kernel threads per rank (0: cores / ranks)")->check(CLI::Range(0, 1024));
+  app.add_option("--poll", f.poll_us, "kernel threads poll for work this many microseconds before sleeping "
+                 "(llama.cpp's --poll)")->check(CLI::Range(0, 1000000));
+  app.add_option("--kv-mb", f.kv_mb, "KV cache memory per rank in MiB")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--tp", f.tp, "tensor-parallel ranks (> 1: re-runs itself under mpirun)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& model) {
@@ -178,12 +88,12 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
                 const GenerateCapacity& capacity) {
   const ModelConfig& config = model->config();
   std::unique_ptr<Tokenizer> tokenizer;
-  if (flags.has_prompt || !flags.print_ids) {
+  if (flags.has_prompt() || !flags.print_ids) {
     ASSIGN_OR_RETURN(tokenizer, LoadTokenizer(*model));
   }
 
   std::vector<int32_t> prompt = flags.prompt_ids;
-  if (flags.has_prompt) {
+  if (flags.has_prompt()) {
     std::string text = flags.prompt;
     if (flags.chat) {
       text = RenderChat(DetectChatFormat(config.chat_template), {ChatMessage{"user", flags.prompt}},
@@ -259,24 +169,31 @@ Status Run(const RunFlags& flags) {
 }  // namespace tpserve
 
 int main(int argc, char** argv) {
-  auto flags = tpserve::ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::cerr << "tpserve-run: " << flags.status().ToString() << "\n" << tpserve::kUsage;
+  tpserve::RunFlags flags;
+  tpserve::CommandLine app("tpserve-run: local generation on one rank or an N-rank tensor-parallel group, for debugging and "
+               "scripting. Text streams to stdout, timings to stderr.",
+               "tpserve-run");
+  tpserve::AddFlags(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  tpserve::StatusOr<tpserve::Device> device = tpserve::ParseDevice(flags.device_name);
+  if (!device.ok()) {
+    std::cerr << "tpserve-run: " << device.status().ToString() << "\n";
     return 2;
   }
-  if (tpserve::Status device = tpserve::CheckDeviceAvailable(flags->device); !device.ok()) {
-    std::cerr << "tpserve-run: " << device.ToString() << "\n";
+  flags.device = *device;
+  if (tpserve::Status available = tpserve::CheckDeviceAvailable(flags.device); !available.ok()) {
+    std::cerr << "tpserve-run: " << available.ToString() << "\n";
     return 1;
   }
-  if (flags->tp > 1 && !tpserve::IsMpiLaunched()) {
-    tpserve::Status status = tpserve::ReexecUnderMpirun(flags->tp, argc, argv);  // returns only on failure
+  if (flags.tp > 1 && !tpserve::IsMpiLaunched()) {
+    tpserve::Status status = tpserve::ReexecUnderMpirun(flags.tp, argc, argv);  // returns only on failure
     std::cerr << "tpserve-run: " << status.ToString() << "\n";
     return 1;
   }
   if (tpserve::IsMpiLaunched()) {
-    return tpserve::RunMpiProcess(&argc, &argv, "tpserve-run", [&] { return tpserve::Run(*flags); });
+    return tpserve::RunMpiProcess(&argc, &argv, "tpserve-run", [&] { return tpserve::Run(flags); });
   }
-  tpserve::Status status = tpserve::Run(*flags);
+  tpserve::Status status = tpserve::Run(flags);
   if (!status.ok()) {
     std::cerr << "tpserve-run: " << status.ToString() << "\n";
     return 1;

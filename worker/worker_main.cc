@@ -5,15 +5,17 @@
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
 //       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
-//       [--device cpu|cuda]
+//       [--device cpu|cuda]          (tpserve-worker --help: what each flag does)
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "comm/model_fingerprint.h"
+#include "common/command_line.h"
 #include "common/logging.h"
 #include "kernels/cpu/isa.h"
 #include "model/model_file.h"
@@ -39,69 +41,28 @@ struct WorkerFlags {
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int max_model_len = 0;  // 0: the model's context length
   int deadline_s = 30;
-  Device device = Device::kCpu;
+  std::string device_name = "cpu";
+  Device device = Device::kCpu;  // from device_name
 };
 
-const char kUsage[] =
-    "usage: mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]\n"
-    "           [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]\n"
-    "           [--keys DIR [--key-name N]]  (CURVE: DIR/coordinator.pub, DIR/workers/N.key)\n"
-    "           [--device cpu|cuda]\n"
-    "  --poll US: kernel threads poll for work this many microseconds before sleeping (llama.cpp's --poll)\n";
-
-StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v >= lo && v <= hi) return static_cast<int64_t>(v);
-  } catch (...) {
-  }
-  return InvalidArgument(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                         "], got '" + text + "'");
-}
-
-StatusOr<WorkerFlags> ParseFlags(int argc, char** argv) {
-  WorkerFlags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) return InvalidArgument(arg + " needs a value (or is unknown)");
-    const std::string value = argv[++i];
-    if (arg == "--model") {
-      flags.model = value;
-    } else if (arg == "--coordinator") {
-      flags.coordinator = value;
-    } else if (arg == "--device") {
-      ASSIGN_OR_RETURN(flags.device, ParseDevice(value));
-    } else if (arg == "--routing-id") {
-      flags.routing_id = value;
-    } else if (arg == "--keys") {
-      flags.keys_dir = value;
-    } else if (arg == "--key-name") {
-      flags.key_name = value;
-    } else if (arg == "--block-size") {
-      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 1, 1024));
-      flags.block_size = static_cast<int>(v);
-    } else if (arg == "--kv-memory-mb") {
-      ASSIGN_OR_RETURN(flags.kv_memory_mb, ParseInt(arg, value, 1, int64_t{1} << 24));
-    } else if (arg == "--threads") {
-      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 0, 1024));
-      flags.threads = static_cast<int>(v);
-    } else if (arg == "--poll") {
-      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 0, 1000000));
-      flags.poll_us = static_cast<int>(v);
-    } else if (arg == "--max-model-len") {
-      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 1, int64_t{1} << 30));
-      flags.max_model_len = static_cast<int>(v);
-    } else if (arg == "--deadline-s") {
-      ASSIGN_OR_RETURN(int64_t v, ParseInt(arg, value, 1, 3600));
-      flags.deadline_s = static_cast<int>(v);
-    } else {
-      return InvalidArgument("unknown flag " + arg);
-    }
-  }
-  if (flags.model.empty()) return InvalidArgument("--model is required");
-  if (flags.coordinator.empty()) return InvalidArgument("--coordinator is required");
-  return flags;
+void AddFlags(CLI::App& app, WorkerFlags& f) {
+  app.add_option("--model", f.model, "GGUF file or Hugging Face safetensors directory")->required();
+  app.add_option("--coordinator", f.coordinator, "the coordinator's worker endpoint, tcp://HOST:PORT")->required();
+  app.add_option("--block-size", f.block_size, "KV block size in tokens")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache memory per rank in MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
+  app.add_option("--threads", f.threads, "kernel threads per rank (0: cores / ranks on this host)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--poll", f.poll_us, "kernel threads poll for work this many microseconds before sleeping "
+                 "(llama.cpp's --poll)")->check(CLI::Range(0, 1000000));
+  app.add_option("--max-model-len", f.max_model_len, "longest sequence served (0: the model's context length)")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--deadline-s", f.deadline_s, "a collective or the leader silent this long fails the group")
+      ->check(CLI::Range(1, 3600))->capture_default_str();
+  app.add_option("--routing-id", f.routing_id, "the group's ZeroMQ identity at the coordinator (default: random)");
+  app.add_option("--keys", f.keys_dir, "CURVE: DIR/coordinator.pub and DIR/workers/<key name>.key");
+  app.add_option("--key-name", f.key_name, "CURVE: the group's key name under DIR/workers");
+  app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
 }
 
 Status Serve(const WorkerFlags& flags) {
@@ -159,10 +120,17 @@ Status Serve(const WorkerFlags& flags) {
 }  // namespace tpserve
 
 int main(int argc, char** argv) {
-  auto flags = tpserve::ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::cerr << "tpserve-worker: " << flags.status().ToString() << "\n" << tpserve::kUsage;
+  tpserve::WorkerFlags flags;
+  tpserve::CommandLine app("tpserve-worker: one rank of a worker group, launched by mpirun -np N; rank 0 registers the group "
+               "with the coordinator and serves its step plans.",
+               "tpserve-worker");
+  tpserve::AddFlags(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  tpserve::StatusOr<tpserve::Device> device = tpserve::ParseDevice(flags.device_name);
+  if (!device.ok()) {
+    std::cerr << "tpserve-worker: " << device.status().ToString() << "\n";
     return 2;
   }
-  return tpserve::RunMpiProcess(&argc, &argv, "tpserve-worker", [&] { return tpserve::Serve(*flags); });
+  flags.device = *device;
+  return tpserve::RunMpiProcess(&argc, &argv, "tpserve-worker", [&] { return tpserve::Serve(flags); });
 }

@@ -16,11 +16,13 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/command_line.h"
 #include "common/status.h"
 #include "model/model_file.h"
 #include "worker/cuda/cuda_executor.h"
@@ -41,54 +43,18 @@ struct Flags {
   std::string json;
 };
 
-const char kUsage[] =
-    "usage: tpserve-bench-gpu-engine --model FILE [--label NAME] [--batches 1,8,32,64] [--context 128]\n"
-    "                                [--steps 32] [--prompt 512] [--peak-gbs 4800] [--json OUT]\n";
-
-StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) return InvalidArgument(arg + " needs a value (or is unknown)");
-    const std::string value = argv[++i];
-    try {
-      if (arg == "--model") {
-        flags.model = value;
-      } else if (arg == "--label") {
-        flags.label = value;
-      } else if (arg == "--batches") {
-        flags.batches.clear();
-        size_t begin = 0;
-        while (begin <= value.size()) {
-          const size_t end = std::min(value.find(',', begin), value.size());
-          flags.batches.push_back(std::stoi(value.substr(begin, end - begin)));
-          begin = end + 1;
-        }
-      } else if (arg == "--context") {
-        flags.context = std::stoi(value);
-      } else if (arg == "--steps") {
-        flags.steps = std::stoi(value);
-      } else if (arg == "--prompt") {
-        flags.prompt = std::stoi(value);
-      } else if (arg == "--peak-gbs") {
-        flags.peak_gbs = std::stod(value);
-      } else if (arg == "--json") {
-        flags.json = value;
-      } else {
-        return InvalidArgument("unknown flag " + arg);
-      }
-    } catch (...) {
-      return InvalidArgument(arg + ": bad value '" + value + "'");
-    }
-  }
-  if (flags.model.empty()) return InvalidArgument("--model is required");
-  for (int b : flags.batches) {
-    if (b < 1) return InvalidArgument("--batches must be positive");
-  }
-  if (flags.context < 1 || flags.steps < 1 || flags.prompt < 1) {
-    return InvalidArgument("--context, --steps and --prompt must be positive");
-  }
-  return flags;
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->required();
+  app.add_option("--label", f.label, "the run's label in the output");
+  app.add_option("--batches", f.batches, "decode batch sizes: 1,8,32,64")->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--context", f.context, "cached tokens per decoding sequence")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--steps", f.steps, "timed decode steps")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--prompt", f.prompt, "prefill prompt tokens")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--peak-gbs", f.peak_gbs, "the GPU's HBM bandwidth (H200: 4800)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--json", f.json, "also write the results as JSON here");
 }
 
 double Median(std::vector<double> v) {
@@ -280,12 +246,13 @@ Status Run(const Flags& flags) {
 }  // namespace tpserve
 
 int main(int argc, char** argv) {
-  auto flags = tpserve::ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "tpserve-bench-gpu-engine: %s\n%s", flags.status().ToString().c_str(), tpserve::kUsage);
-    return 2;
-  }
-  tpserve::Status status = tpserve::Run(*flags);
+  tpserve::CommandLine app("tpserve-bench-gpu-engine: the CUDA executor (one GPU, TP 1) on a model file: decode "
+                           "tokens/s at batch B and prefill, beside the GPU's HBM roofline.",
+                           "tpserve-bench-gpu-engine");
+  tpserve::Flags flags;
+  tpserve::AddFlags(app, flags);
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  tpserve::Status status = tpserve::Run(flags);
   if (!status.ok()) {
     std::fprintf(stderr, "tpserve-bench-gpu-engine: %s\n", status.ToString().c_str());
     return 1;

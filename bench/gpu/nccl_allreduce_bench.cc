@@ -13,8 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/command_line.h"
 
 namespace {
 
@@ -48,21 +51,17 @@ struct Point {
 int main(int argc, char** argv) {
   size_t min_bytes = 4096, max_bytes = size_t{64} << 20;
   std::string json;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string arg = argv[i];
-    if (arg == "--min-bytes") {
-      min_bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    } else if (arg == "--max-bytes") {
-      max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    } else if (arg == "--json") {
-      json = argv[i + 1];
-    } else {
-      std::fprintf(stderr, "usage: tpserve-bench-nccl [--min-bytes N] [--max-bytes N] [--json OUT]\n");
-      return 2;
-    }
-  }
-  if (argc % 2 == 0 || min_bytes < 4 || max_bytes < min_bytes) {
-    std::fprintf(stderr, "usage: tpserve-bench-nccl [--min-bytes N] [--max-bytes N] [--json OUT]\n");
+  tpserve::CommandLine app("tpserve-bench-nccl: NCCL all-reduce (f32 sum, in place) over every GPU of this host "
+                           "from one process, with nccl-tests' algbw and busbw.",
+                           "tpserve-bench-nccl");
+  app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::Range(size_t{4}, size_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-bytes", max_bytes, "largest message (sizes double from --min-bytes)")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 40))->capture_default_str();
+  app.add_option("--json", json, "also write the results as JSON here");
+  if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
+  if (max_bytes < min_bytes) {
+    std::fprintf(stderr, "tpserve-bench-nccl: --max-bytes must be >= --min-bytes\n");
     return 2;
   }
   int num_gpus = 0;

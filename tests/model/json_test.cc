@@ -85,6 +85,17 @@ TEST(JsonTest, ErrorNamesLineAndColumn) {
   EXPECT_NE(v.status().message().find("line 3 column 3"), std::string::npos) << v.status().message();
 }
 
+TEST(JsonTest, DuplicateKeysAndDepthAreNamedInTheError) {
+  StatusOr<JsonValue> dup = ParseJson(R"({"a": {"k": 1, "j": 2, "k": 3}})");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("duplicate key \"k\""), std::string::npos) << dup.status().message();
+  EXPECT_TRUE(ParseJson(R"({"a": {"k": 1}, "b": {"k": 1}})").ok());  // the same key in two objects
+  StatusOr<JsonValue> deep = ParseJson(std::string(257, '[') + std::string(257, ']'));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nesting deeper than 256"), std::string::npos) << deep.status().message();
+  EXPECT_TRUE(ParseJson(std::string(256, '[') + std::string(256, ']')).ok());
+}
+
 TEST(JsonTest, EnforcesDepthAndSizeLimits) {
   std::string deep(300, '[');
   deep += std::string(300, ']');
@@ -156,6 +167,8 @@ TEST(JsonTest, DumpIsCompactAndEscapes) {
   o.Set("z", JsonValue::Int(2));  // replaces, keeps position
   EXPECT_EQ(o.Dump(), R"({"z":2,"a":"q\"\u0002","m":[0.5,true,null]})");
   EXPECT_EQ(o.Find("a")->string_value(), "q\"\x02");
+  // Bytes that are not UTF-8 cannot be written as JSON: they become U+FFFD.
+  EXPECT_EQ(JsonValue::String("a\xFF" "b").Dump(), "\"a\xEF\xBF\xBD" "b\"");
 }
 
 TEST(JsonTest, ReadJsonFileReportsPath) {

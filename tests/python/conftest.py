@@ -106,3 +106,22 @@ def server():
     yield s
     assert s.stop() == 0
     assert_no_process_left(s)
+
+
+@pytest.fixture(scope="session")
+def zmq_server():
+    """One TP-2 server without the HTTP gateway: the Python client's tests speak the native protocol only."""
+    s = start_server(http=False)
+    yield s
+    assert s.stop() == 0
+
+
+API_KEY = "test-key-0123"
+
+
+@pytest.fixture(scope="session")
+def api_key_server():
+    """A TP-2 server that requires API_KEY (the readiness probe sends it)."""
+    s = start_server("--api-key", API_KEY, http=False, client_flags=("--api-key", API_KEY))
+    yield s
+    assert s.stop() == 0

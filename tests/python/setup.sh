@@ -1,9 +1,9 @@
 #!/bin/sh
 # Installs what the Python tests need into the python3 on PATH, the interpreter ctest runs them with: the
-# packages in requirements.txt and, when this checkout has it, the tpserve client (client/python, rebuilt
-# each time so the tests see the current code and schemas). Idempotent.
+# packages in requirements.txt and the tpserve client from this checkout (client/python, rebuilt each time so
+# the tests see the current code and schemas). Idempotent.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 pip="python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore"
 $pip -r "$here/requirements.txt"
-if [ -d "$here/../../client/python" ]; then $pip "$here/../../client/python"; fi
+$pip "$here/../../client/python"

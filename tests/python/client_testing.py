@@ -1,0 +1,30 @@
+"""Helpers shared by the Python client's tests (test_client*.py): the independent reference (tpserve-run)
+and a bounded wait for the server to be idle."""
+import subprocess
+import time
+from typing import List
+
+from conftest import MODEL, TPSERVE_RUN
+
+PROMPT = "The capital of France is"
+
+
+def run_ids(*flags: str) -> List[int]:
+    """The ids `tpserve-run --print-ids` generates on one rank without a server: the reference the
+    server's output must equal exactly (greedy and seeded sampling are deterministic at any TP degree)."""
+    out = subprocess.run([str(TPSERVE_RUN), "--model", str(MODEL), "--print-ids", *flags],
+                         capture_output=True, text=True, timeout=300, check=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def wait_until_idle(stats, timeout: float = 10.0):
+    """Polls stats() (a callable) until no sequence runs and no KV block is in use; returns the last stats.
+    Fails after `timeout` seconds: a request that was not cancelled keeps its blocks far longer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = stats()
+        if s.blocks_used == 0 and s.num_running == 0 and s.num_waiting == 0:
+            return s
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server not idle after {timeout} s: {s}")
+        time.sleep(0.02)
