@@ -129,9 +129,10 @@ class ServeFlagParser {
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""}};
-  PassThrough coordinator_[6] = {{"--max-num-seqs", "sequences running at once", ""},
+  PassThrough coordinator_[7] = {{"--max-num-seqs", "sequences running at once", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},
+                                 {"--max-queued-tokens", "waiting prompt tokens before `overloaded` (HTTP 429)", ""},
                                  {"--max-model-len", "longest sequence", ""},
                                  {"--metrics-port", "serve GET /metrics over HTTP on this port", ""},
                                  {"--metrics-host", "the metrics endpoint's address", ""}};

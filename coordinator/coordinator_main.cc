@@ -54,6 +54,9 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(count)->capture_default_str();
   app.add_option("--max-queue", s.scheduler.max_queue, "waiting sequences before `overloaded`")->check(count)
       ->capture_default_str();
+  app.add_option("--max-queued-tokens", s.scheduler.max_queued_tokens,
+                 "waiting prompt tokens (still to prefill) before `overloaded`; 0: no bound")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
   app.add_option("--max-model-len", s.scheduler.max_model_len, "longest sequence (0: the model's context length)")
       ->check(count);
   app.add_flag("--no-prefix-caching", [&s](int64_t) { s.scheduler.enable_prefix_caching = false; },

@@ -104,6 +104,14 @@ Status Scheduler::Add(ScheduleRequest request) {
     return ResourceExhausted("overloaded: " + std::to_string(num_waiting()) +
                              " sequences already waiting (limit " + std::to_string(config_.max_queue) + ")");
   }
+  if (config_.max_queued_tokens > 0) {
+    int64_t queued = 0;  // tokens the waiting sequences still need prefilled (forks share their parent's)
+    for (const Sequence* seq : waiting_) queued += seq->num_uncomputed();
+    if (queued + num_prompt > config_.max_queued_tokens) {
+      return ResourceExhausted("overloaded: " + std::to_string(queued) + " prompt tokens already waiting (limit " +
+                               std::to_string(config_.max_queued_tokens) + ")");
+    }
+  }
 
   const uint64_t arrival = next_arrival_++;
   const double arrival_time = request.arrival_time_s < 0 ? Now() : request.arrival_time_s;

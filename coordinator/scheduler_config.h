@@ -13,6 +13,10 @@ struct SchedulerConfig {
   // Admission control: Add fails with RESOURCE_EXHAUSTED ("overloaded") when the waiting queue
   // would hold more than this many sequences (preempted sequences count too).
   int32_t max_queue = 256;
+  // ... or when the waiting sequences' tokens still to prefill would exceed this many: the queue is
+  // bounded in work, not only in requests, so a flood of long prompts is refused at once instead of
+  // stretching every admitted request's TTFT (0: no bound).
+  int64_t max_queued_tokens = 262144;
   // Longest sequence (prompt + output) the model serves; a request whose prompt + max_tokens
   // exceeds it is refused with OUT_OF_RANGE.
   int32_t max_model_len = 2048;

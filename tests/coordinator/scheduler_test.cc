@@ -145,6 +145,25 @@ TEST(SchedulerTest, PriorityChoosesTheVictim) {
   h.ExpectNoLeaks();
 }
 
+// The queue is bounded by the prompt tokens still to prefill too: long prompts are refused at once.
+TEST(SchedulerTest, QueuedTokensAreBounded) {
+  SchedulerConfig config = Config(64, 8);
+  config.max_queued_tokens = 40;
+  config.max_model_len = 64;
+  Scheduler s(config, /*num_blocks=*/64, kBlockSize);
+  EXPECT_TRUE(s.Add(Request(1, Iota(25, 0), 4)).ok());
+  EXPECT_TRUE(s.Add(Request(2, Iota(15, 0), 4)).ok());  // 40 waiting: at the bound
+  const Status overloaded = s.Add(Request(3, {1}, 4));
+  EXPECT_EQ(overloaded.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(overloaded.message().find("40 prompt tokens already waiting (limit 40)"), std::string::npos)
+      << overloaded.ToString();
+  EXPECT_EQ(s.FindSequence(S(3)), nullptr);
+  // Scheduling drains the count: both requests leave the queue for their first chunks.
+  EXPECT_EQ(s.Schedule().sequences.size(), 2u);
+  EXPECT_TRUE(s.Add(Request(3, Iota(36, 0), 4)).ok()) << "the queue never drained";  // 36 <= 40
+  EXPECT_EQ(s.Add(Request(4, Iota(5, 0), 4)).code(), StatusCode::kResourceExhausted);  // 36 + 5 > 40
+}
+
 TEST(SchedulerTest, AdmissionControl) {
   SchedulerConfig config = Config(64, 8);
   config.max_queue = 3;
