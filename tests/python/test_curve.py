@@ -89,6 +89,19 @@ def test_curve_serves_listed_keys_encrypts_and_refuses_strangers(tmp_path):
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as reply:
             assert json.loads(reply.read())["usage"]["completion_tokens"] == 3
+        # The Python client with the same keys, blocking and asyncio.
+        import asyncio
+        import tpserve
+        with tpserve.Client(server.endpoint, keys_dir=good) as client:
+            assert len(client.generate(SECRET, max_tokens=3).token_ids) == 3
+
+        async def async_generate():
+            async with tpserve.AsyncClient(server.endpoint, keys_dir=good) as client:
+                return await client.generate(SECRET, max_tokens=3)
+        assert len(asyncio.run(async_generate()).token_ids) == 3
+        with tpserve.Client(server.endpoint, keys_dir=str(mixed), timeout=3) as stranger_client:
+            with pytest.raises(tpserve.TpserveTimeoutError):
+                stranger_client.health()
     finally:
         assert server.stop() == 0
 

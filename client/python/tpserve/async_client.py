@@ -13,6 +13,7 @@ import zmq.asyncio
 
 from . import _wire
 from ._generation import Generation
+from ._keys import use_curve_keys
 from .client import _LINGER_MS, api_key_or_default
 from .errors import TpserveError, TpserveTimeoutError
 from .types import Chunk, GenerateResult, Health, Stats, Tokenized
@@ -20,7 +21,8 @@ from .types import Chunk, GenerateResult, Health, Stats, Tokenized
 
 class AsyncClient:
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", api_key: Optional[str] = None,
-                 timeout: float = 60.0, heartbeat_interval: float = 2.0):
+                 timeout: float = 60.0, heartbeat_interval: float = 2.0, keys_dir: Optional[str] = None,
+                 key_name: Optional[str] = None):
         self.endpoint = endpoint
         self._api_key = api_key_or_default(api_key)
         self._timeout = timeout
@@ -28,6 +30,7 @@ class AsyncClient:
         self._context = zmq.asyncio.Context()
         self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
+        use_curve_keys(self._socket, keys_dir, key_name)  # CURVE when the coordinator has keys (--keys DIR)
         self._socket.connect(endpoint)
         self._inbox: Dict[int, asyncio.Queue] = {}
         self._next_request_id = 1

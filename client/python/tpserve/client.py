@@ -15,6 +15,7 @@ import zmq
 
 from . import _wire
 from ._generation import Generation
+from ._keys import use_curve_keys
 from .errors import TpserveError, TpserveTimeoutError
 from .types import Chunk, GenerateResult, Health, Stats, Tokenized
 
@@ -28,7 +29,8 @@ def api_key_or_default(api_key: Optional[str]) -> str:
 
 class Client:
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", api_key: Optional[str] = None,
-                 timeout: float = 60.0, heartbeat_interval: float = 2.0):
+                 timeout: float = 60.0, heartbeat_interval: float = 2.0, keys_dir: Optional[str] = None,
+                 key_name: Optional[str] = None):
         """Connects in the background: a server that is not there shows up as TpserveTimeoutError after
         `timeout` seconds, the longest the client waits for the server's next message."""
         self.endpoint = endpoint
@@ -39,6 +41,7 @@ class Client:
         self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
+        use_curve_keys(self._socket, keys_dir, key_name)  # CURVE when the coordinator has keys (--keys DIR)
         self._socket.connect(endpoint)
         self._inbox: Dict[int, Deque[Tuple[str, Any]]] = {}  # replies of the requests still awaited
         self._next_request_id = 1
