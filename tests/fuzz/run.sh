@@ -10,7 +10,7 @@ build=$(cd "$1" && pwd) seconds=$2
 shift 2
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(client_message worker_message gguf safetensors json tokenizer_json chat_template tokenizer)
+  targets=(client_message worker_message gguf safetensors json tokenizer_json chat_template tokenizer http_request)
 fi
 artifacts=$build/fuzz-artifacts
 mkdir -p "$artifacts"
