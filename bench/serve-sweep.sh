@@ -13,7 +13,7 @@
 # Then, at TP 1, an open loop: $OPEN_N requests arriving as a Poisson process at $OPEN_RATE req/s with
 # ShareGPT-like (lognormal) lengths of means $INPUT_LEN / $OUTPUT_LEN, goodput under TTFT <= $GOODPUT_TTFT_MS
 # and TPOT <= $GOODPUT_TPOT_MS ms; llama-server gets the same arrivals with $OPEN_SLOTS slots.
-# Then the peer: llama.cpp's llama-server through the same tpserve-bench (its http:// backend) with
+# Then the peer: llama.cpp's llama-server through the same tpserve-bench (its openai http backend: POST /v1/completions, streamed) with
 # the same requests (same seed and salt) at the same concurrency points as TP 1: the same GGUF, the
 # same thread count as TP 1 (-t/-tb = nproc), --parallel C slots (restarted per point), continuous
 # batching on, and the same KV memory as tpserve's --kv-memory-mb $KV_MB, as one unified pool

@@ -1,15 +1,18 @@
-// tpserve-bench: a load generator for a running tpserve coordinator, or for llama.cpp's llama-server
-// as the peer (vLLM `bench serve` metrics).
+// tpserve-bench: a load generator for a running tpserve coordinator (its ZeroMQ protocol or its
+// OpenAI HTTP gateway), or for llama.cpp's llama-server as the peer (vLLM `bench serve` metrics).
 //
 //   tpserve-bench --server tcp://127.0.0.1:P|http://127.0.0.1:P --num-requests N
 //       (--concurrency C [--static-batch] | --request-rate R [--burstiness B])
 //       [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]
 //       [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]
-//       [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K]
+//       [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K] [--vocab-size V]
 //
 // The scheme picks the backend (bench/loadgen/load_backend.h): tcp:// is tpserve's client protocol,
-// http:// is llama-server's POST /completion streamed as SSE. Dataset, arrivals, metrics and JSON
-// are the same for both; the JSON's "backend" says which was measured.
+// http:// is the openai http backend: POST /v1/completions streamed as SSE, the same endpoint on
+// tpserve's gateway (tpserve serve --http-port) and on llama-server. Dataset, arrivals, metrics and
+// JSON are the same for both; the JSON's "backend" says which was measured. --vocab-size is needed
+// only for a server that does not report its vocabulary (tpserve's gateway): the same V and --seed
+// give the same prompts as the tcp:// run.
 // --token-salt changes the prompts' token ids but not their lengths (same shape, no prefix-cache
 // hits on an earlier run's prompts).
 // Closed loop (--concurrency) or open loop (--request-rate: Poisson, or gamma with --burstiness).
@@ -17,6 +20,7 @@
 // Only loopback servers (127.x.x.x, localhost, [::1]) are accepted: this tool floods its
 // target. Exit 0 when the run finished (failed requests are counted, not fatal), 1 when it could not
 // run, 2 for a bad command line (tpserve-bench --help: every flag).
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -28,7 +32,7 @@
 
 #include "bench/loadgen/arrival.h"
 #include "bench/loadgen/dataset.h"
-#include "bench/loadgen/llama_server_backend.h"
+#include "bench/loadgen/openai_http_backend.h"
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/runner.h"
 #include "bench/loadgen/tpserve_backend.h"
@@ -42,6 +46,7 @@ constexpr double kMaxDurationS = 3600;
 
 struct Flags {
   std::string server, dataset = "random", json, goodput;
+  int32_t vocab_size = 0;  // --vocab-size (0: the server's)
   RunDescription run;
   DatasetOptions data;
   bool is_static = false;
@@ -49,10 +54,10 @@ struct Flags {
   int64_t progress_every = 0;  // 0: about 20 lines per run
 };
 
-constexpr std::string_view kTpserveScheme = "tcp://", kLlamaServerScheme = "http://";
+constexpr std::string_view kTpserveScheme = "tcp://", kHttpScheme = "http://";
 
 bool IsLoopback(const std::string& endpoint) {
-  const std::string prefix(endpoint.rfind(kTpserveScheme, 0) == 0 ? kTpserveScheme : kLlamaServerScheme);
+  const std::string prefix(endpoint.rfind(kTpserveScheme, 0) == 0 ? kTpserveScheme : kHttpScheme);
   if (endpoint.rfind(prefix, 0) != 0) return false;
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string::npos || colon < prefix.size()) return false;
@@ -94,8 +99,10 @@ struct RawFlags {
 };
 
 void AddFlags(CLI::App& app, Flags& f, RawFlags& raw) {
-  app.add_option("--server", f.server, "tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (llama-server); "
-                 "loopback only")->required();
+  app.add_option("--server", f.server, "tcp://127.0.0.1:P (tpserve's ZeroMQ protocol) or http://127.0.0.1:P "
+                 "(OpenAI /v1/completions: tpserve's gateway or llama-server); loopback only")->required();
+  app.add_option("--vocab-size", f.vocab_size, "the model's vocabulary, for an http:// server that does not report it "
+                 "(tpserve's gateway)")->check(CLI::Range(1, INT32_MAX));
   app.add_option("--num-requests", f.data.num_requests, "requests in the run")->check(CLI::Range(1, kMaxRequests))
       ->capture_default_str();
   app.add_option("--concurrency", f.run.concurrency, "closed loop: requests in flight")->check(CLI::Range(1, 4096));
@@ -126,7 +133,7 @@ void AddFlags(CLI::App& app, Flags& f, RawFlags& raw) {
 
 Status FinishFlags(const RawFlags& raw, Flags& f) {
   if (!IsLoopback(f.server)) {
-    return InvalidArgument("--server must be a loopback address: tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (llama-server)");
+    return InvalidArgument("--server must be a loopback address: tcp://127.0.0.1:P (tpserve) or http://127.0.0.1:P (OpenAI API)");
   }
   if (raw.request_rate == "inf") {
     f.run.request_rate = INFINITY;
@@ -146,18 +153,18 @@ Status FinishFlags(const RawFlags& raw, Flags& f) {
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server) {
+StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server, int32_t vocab_size) {
   if (server.rfind(kTpserveScheme, 0) == 0) {
     ASSIGN_OR_RETURN(std::unique_ptr<TpserveBackend> backend, TpserveBackend::Connect(server));
     return std::unique_ptr<LoadBackend>(std::move(backend));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<LlamaServerBackend> backend, LlamaServerBackend::Create(server));
+  ASSIGN_OR_RETURN(std::unique_ptr<OpenAiHttpBackend> backend, OpenAiHttpBackend::Create(server, vocab_size));
   return std::unique_ptr<LoadBackend>(std::move(backend));
 }
 
 int Main(int argc, char** argv) {
-  CommandLine app("tpserve-bench: a load generator for a running tpserve coordinator (tcp://) or llama.cpp's "
-                  "llama-server (http://), with vLLM `bench serve` metrics. Exit 0 when the run finished (failed "
+  CommandLine app("tpserve-bench: a load generator for a running tpserve coordinator (tcp://) or an OpenAI API "
+                  "server (http://: tpserve's gateway, llama.cpp's llama-server), with vLLM `bench serve` metrics. Exit 0 when the run finished (failed "
                   "requests are counted), 1 when it could not run, 2 for a bad command line.",
                   "tpserve-bench");
   Flags f;
@@ -169,7 +176,7 @@ int Main(int argc, char** argv) {
     std::cerr << "tpserve-bench: " << finished.message() << "\nRun with --help for the flags.\n";
     return 2;
   }
-  StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f.server);
+  StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f.server, f.vocab_size);
   if (!backend.ok()) {
     std::cerr << "tpserve-bench: " << backend.status().ToString() << "\n";
     return 1;
@@ -196,7 +203,7 @@ int Main(int argc, char** argv) {
     options.arrival_s = ArrivalTimes(f.data.num_requests, f.run.request_rate, f.run.burstiness, f.data.seed + 1);
   }
   f.run.server = f.server;
-  f.run.backend = f.server.rfind(kTpserveScheme, 0) == 0 ? "tpserve" : "llama-server";
+  f.run.backend = f.server.rfind(kTpserveScheme, 0) == 0 ? "tpserve" : "openai-http";
   f.run.dataset = DatasetKindName(f.data.kind);
   f.run.num_requests = f.data.num_requests;
   f.run.input_len = f.data.input_len;

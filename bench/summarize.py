@@ -174,86 +174,12 @@ def main():
     return 0
 
 
-README_HEAD = """# tpserve benchmarks
-
-`make bench` (bench/run-all.sh, 10 minutes on the 2 quiet cores here (longer on a busy machine), the serving sweep and the llama.cpp peers included) builds
-the benchmarks, writes synthetic models with tpserve-mkmodel, runs everything below and regenerates this page,
-`results/summary.md`, `results/calibration.json` and `results/roofline.png`. `BENCH_QUICK=1 bench/run-all.sh` is a
-short smoke run (smaller sizes, fewer concurrency points).
-
-GPU (NCCL) sweep on an H200, when a GPU machine is lent: [bench/gpu/](gpu/) (its own prepared script and results).
-
-| program | measures | compared with |
-|---|---|---|
-| tpserve-bench-stream | STREAM copy/scale/add/triad GB/s | - (it is the bandwidth ceiling) |
-| tpserve-bench-kernels | MatMul per weight type, decode GB/s and prefill GFLOP/s | triad, F32 FMA peak |
-| tpserve-bench-engine | the real ModelExecutor: prefill pp512, decode at batch 1, 8, 32 and 64, TP 1/2/4, compute vs all-reduce | triad ÷ bytes per token, MatMul peak ÷ FLOPs per token, llama.cpp |
-| tpserve-bench-allreduce | MPI all-reduce latency, algbw, busbw | memcpy bandwidth |
-| llama-bench (llama.cpp, peer) | pp512 / tg128 tokens/s on the same GGUF and threads | ours |
-| tpserve-bench-naive | generation without a KV cache (prefix re-run every step) | the same generation with the cache |
-| tpserve-bench-load | model load time and peak RSS | a plain read of the file |
-| tpserve-bench + serve-sweep.sh | the real server (`tpserve serve`): concurrency 1..64 at TP 1/2, TTFT/TPOT/ITL p50/p99, continuous vs static batching, a shared 1,000-token prefix with and without prefix caching | TP 1, static batching, no prefix cache |
-| tpserve-bench (http:// backend) + serve-sweep.sh | llama.cpp's llama-server (peer) under the same load generator, requests, GGUF and threads, --parallel C, continuous batching | tpserve TP 1 at the same C |
-| scaling_model.py | TP decode step time (bytes ÷ bandwidth, FLOPs ÷ peak, all-reduce), calibrated here, projected to H200 | TensorRT-LLM published H200 figures |
-
-The machine is shared with other engineers' builds and tests while the benchmarks run, so absolute
-numbers are noisy; ratios are always measured within the same run.
-
-## Thread-pool dispatch: merged layers and a bounded poll
-
-At batch 1 a decode step is dominated by dispatch, not arithmetic: every `ThreadPool::ParallelFor` hands
-chunks to the workers and waits for them. Two changes (common/thread_pool.*, worker/merged_column_parallel_linear.*):
-
-- **Fewer dispatches.** `MergedColumnParallelLinear` stacks a rank's Q/K/V slices (and gate/up) into one
-  matrix when their stored types agree, so a layer runs 4 matmuls, not 7: a SmolLM2 B=1 step makes 151
-  `ParallelFor` calls instead of 241 (30 layers x (QKV, O, gate/up, down, attention) + LM head). Logits are
-  bitwise unchanged and per-rank weight bytes too (tests/worker/merged_column_parallel_linear_test.cc).
-- **A pool that polls.** Workers waiting for the next call, and the caller waiting for the workers, poll an
-  atomic for up to `--poll US` microseconds (`_mm_pause`, a `sched_yield` once a microsecond) before
-  sleeping on a futex (`std::atomic::wait`); a call makes a wake-up syscall only when a thread sleeps.
-  Between steps every thread sleeps: an idle `tpserve serve --tp 1 --threads 2 --poll 1000` worker used
-  0.01 s of CPU in 10 s (0 at `--poll 0`). `--poll` on tpserve-run, tpserve-worker and tpserve serve;
-  `TPSERVE_POLL_US` sets the default; default 50.
-
-The spinning pool measured last session (load ~13: 50 us of spin cost 2-3x) spun without yielding, so with
-more runnable threads than cores the spinner held the core its partner needed. The yield removes that:
-the thread-pool test's 15,000 calls on a 3-thread pool polling up to 1000 us took 22 s without it and
-0.26 s with it (load ~7); a 2-thread round trip at load ~6 took 156-210 us without it, 5.6-7 us with it
-(condition-variable pool: 6-8 us).
-
-SmolLM2 Q4_1, TP 1, `tpserve-bench-engine --prompt 16` (B=1: 64 decode steps, or 32 in the B=32 runs; B=32:
-32 steps); before = 1508b06, after = this change; llama.cpp `llama-bench -p 0 -n 32 -t N` (its default
-`--poll 50`). Every configuration ran once per round, rounds interleaved in the same minutes. In a quiet
-window (load average 0.8-1.5, the benchmark itself): median (min-max) of 9 rounds at B=1, 3 at B=32:
-
-| configuration | B=1 tok/s | B=32 tok/s |
-|---|---|---|
-| before, 1 thread | 64.1 (61.7-65.9) | 222.2 (221.7-223.5) |
-| after, 1 thread | 65.1 (56.8-68.8) | 221.5 (220.7-222.5) |
-| before, 2 threads | 51.5 (46.7-54.0) | 307.3 (303.5-324.8) |
-| after, 2 threads, --poll 0 | 73.5 (59.0-76.1) | 348.5 (341.8-351.2) |
-| after, 2 threads, --poll 50 | 120.1 (106.8-122.2) | 386.5 (377.6-387.9) |
-| after, 2 threads, --poll 200 | 114.6 (107.9-121.2) | 378.4 (371.5-392.3) |
-| llama.cpp tg32, 1 thread | 90.8 (80.2-94.5) | - |
-| llama.cpp tg32, 2 threads | 144.7 (122.7-152.3) | - |
-
-Ratios, median (min-max) of the per-round ratios:
-
-| ratio | B=1 | B=32 |
-|---|---|---|
-| after --poll 50 ÷ before, 2 threads | 2.30x (2.17-2.62) | 1.26x (1.16-1.28) |
-| after --poll 0 ÷ before, 2 threads (merging + futex pool) | 1.39x (1.21-1.60) | 1.13x (1.05-1.16) |
-| --poll 50 ÷ --poll 0 | 1.64x (1.47-1.85) | 1.10x (1.10-1.11) |
-| --poll 200 ÷ --poll 50 | 0.99x (0.88-1.08) | 0.98x (0.98-1.02) |
-| after ÷ before, 1 thread (no hand-off; merging saves two activation quantisations per layer) | 0.99x (0.89-1.05) | 1.00x |
-| 2 threads ÷ 1 thread, after --poll 50 (was 0.80x before) | 1.84x (1.67-1.94) | 1.74x |
-| ours ÷ llama.cpp tg32, 2 threads | 0.81x (0.77-1.00); before 0.36x | - |
-
-On the loaded host (28 B=1 rounds at load 2.6-11.6 while other engineers built) the order held with less
-margin: medians before 2 threads 33.9, after --poll 0 38.9, --poll 50 40.4, --poll 200 41.3 tok/s;
-llama.cpp at 2 threads, whose spin does not yield, collapsed to a median of 10.7 tok/s (best 144.4).
-Default `--poll 50`: the best B=1 and B=32 numbers quiet, no loss loaded; 200 gave nothing more.
-"""
+def readme_head():
+    """The hand-written part of bench/README.md (everything before "## Latest results"), kept as it is:
+    one copy of that text, edited in the README itself."""
+    with open(os.path.join(HERE, "README.md")) as f:
+        text = f.read()
+    return text[:text.index("\n## Latest results")]
 
 
 def write_readme(summary):
@@ -263,8 +189,9 @@ def write_readme(summary):
             machine = "".join("    " + line for line in f)
     except OSError:
         pass
+    head = readme_head()
     with open(README, "w") as f:
-        f.write(README_HEAD)
+        f.write(head)
         f.write("\n## Latest results\n\nMachine (lscpu):\n\n" + machine + "\n")
         f.write(summary)
         f.write("\n![roofline](results/roofline.png)\n")

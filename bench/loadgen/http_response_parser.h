@@ -1,18 +1,16 @@
 // HttpResponseParser: an incremental reader of one HTTP/1.1 response (RFC 9112) as it arrives on a
-// socket, for the load generator's llama-server backend: the status line, the header fields, then
-// the body, framed by Transfer-Encoding: chunked, by Content-Length, or by the peer closing the
-// connection (in that order of precedence). Interim 1xx responses are skipped. Bytes may be split
-// anywhere; Feed hands the decoded body bytes over as they complete, so a streamed (SSE) body can
-// be read while it is still coming.
-//
-// Lines may end with CRLF or a bare LF (RFC 9112 §2.2 lets a recipient accept LF). Header names are
-// kept lower-cased; a repeated field keeps its last value (the fields this client reads are never
-// repeated by llama-server).
+// socket, for the load generator's openai http backend. The parsing is Boost.Beast's
+// (http::response_parser, the library tpserve's gateway uses): the status line, the header fields,
+// then the body, framed by Transfer-Encoding: chunked, by Content-Length, or by the peer closing the
+// connection. Interim 1xx responses are skipped. Bytes may be split anywhere; Feed hands the decoded
+// body bytes over as they arrive, so a streamed (SSE) body can be read while it is still coming.
 #pragma once
 
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
 #include <cstddef>
-#include <cstdint>
-#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,7 +21,8 @@ namespace tpserve::loadgen {
 class HttpResponseParser {
  public:
   static constexpr size_t kMaxHeaderBytes = size_t{64} << 10;  // status line + fields
-  static constexpr size_t kMaxLineBytes = 4096;                // a chunk-size or trailer line
+
+  HttpResponseParser() { Reset(); }
 
   // Consumes `bytes`, appending the body bytes they complete to *body. Bytes after the end of the
   // response are ignored. DATA_LOSS on a malformed response; the parser is then unusable.
@@ -32,34 +31,21 @@ class HttpResponseParser {
   // here), DATA_LOSS when it was cut short.
   Status FinishAtEof();
 
-  bool headers_done() const { return state_ > State::kHeaders && state_ != State::kFailed; }
-  bool done() const { return state_ == State::kDone; }
-  int status_code() const { return status_code_; }  // 0 until the status line is read
-  // A header field's value (surrounding spaces trimmed) by lower-case name; nullptr if absent.
-  const std::string* Header(const std::string& lower_name) const;
+  bool headers_done() const { return !failed_ && parser_->is_header_done(); }
+  bool done() const { return !failed_ && parser_->is_done(); }
+  int status_code() const { return headers_done() ? parser_->get().result_int() : 0; }  // 0 until the header is read
+  // A header field's value by name (any case); nullopt if absent.
+  std::optional<std::string> Header(std::string_view name) const;
 
  private:
-  // Ordered: every state after kHeaders has the headers.
-  enum class State {
-    kStatusLine, kHeaders, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kLengthBody, kCloseBody, kDone, kFailed
-  };
+  using Parser = boost::beast::http::response_parser<boost::beast::http::string_body>;
 
-  Status FeedBytes(std::string_view bytes, std::string* body);
-  // Moves one whole line (terminator stripped) from line_ + *bytes into *line; false when the line
-  // is not complete yet (its start is kept in line_). DATA_LOSS past the length limits.
-  StatusOr<bool> TakeLine(std::string_view* bytes, std::string* line);
-  Status OnLine(const std::string& line);  // a line in a line state (status, header, chunk size, ...)
-  Status OnStatusLine(const std::string& line);
-  Status OnHeaderLine(const std::string& line);
-  Status StartBody();
-  Status OnChunkSizeLine(const std::string& line);
+  void Reset();  // a fresh parser, for the response after an interim 1xx one
+  Status Failed(const std::string& what);
 
-  State state_ = State::kStatusLine;
-  int status_code_ = 0;
-  std::map<std::string, std::string> headers_;
-  std::string line_;              // a partial line carried over from the previous Feed
-  size_t header_bytes_ = 0;
-  uint64_t remaining_ = 0;        // bytes left in the current chunk or the Content-Length body
+  std::optional<Parser> parser_;
+  std::string pending_;  // bytes Beast did not consume yet (an incomplete header), given again with more
+  bool failed_ = false;
 };
 
 }  // namespace tpserve::loadgen

@@ -2,10 +2,10 @@
 // BenchRequest, receive what came back for any request in flight, cancel one. The runner, dataset,
 // arrivals, metrics and report are the same for every backend; only this differs:
 //  - TpserveBackend: tpserve's client protocol (tcp://, ZeroMQ + Cap'n Proto).
-//  - LlamaServerBackend: llama.cpp's llama-server, POST /completion streamed as Server-Sent Events
-//    (http://).
-// Both count output tokens as the server counts them (tpserve: the ids in each chunk;
-// llama-server: the growth of its tokens_predicted), and report the server's own total at the end.
+//  - OpenAiHttpBackend: the OpenAI API's POST /v1/completions streamed as Server-Sent Events
+//    (http://): tpserve's HTTP gateway or llama.cpp's llama-server.
+// Both report the server's own output-token total at the end (tpserve: the finish's usage; OpenAI:
+// the usage chunk); on the way tpserve counts the ids in each chunk, OpenAI 1 per chunk with text.
 #pragma once
 
 #include <chrono>

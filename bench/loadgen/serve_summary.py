@@ -68,8 +68,8 @@ def serving_section(res):
             f"**{_ratio(ours['tpot_ms']['median'], peer['tpot_ms']['median'])}** | {peer['failed']} |")
     if peer_rows:
         out += ["", f"tpserve TP {tps[0]} against llama.cpp's llama-server under the same load generator "
-                f"(tpserve-bench's http:// backend: POST /completion streamed as SSE, tokens counted by the server's "
-                f"tokens_predicted), the same requests, GGUF and {sweep['threads']} threads; llama-server with "
+                f"(tpserve-bench's openai http backend: POST /v1/completions streamed as SSE, 1 token per chunk with text, "
+                f"totals from the usage chunk), the same requests, GGUF and {sweep['threads']} threads; llama-server with "
                 f"--parallel C slots, continuous batching, {sweep['kv_mb']} MiB of F16 KV in one unified pool. "
                 "Ratios are tpserve ÷ llama.cpp: above 1 is better for tok/s, below 1 is better for TTFT and TPOT.", "",
                 "| C | out tok/s tpserve | llama.cpp | ratio | TTFT p50 tpserve | llama.cpp | ratio | "

@@ -1,5 +1,5 @@
 // SseParser: an incremental reader of a Server-Sent Events stream (text/event-stream, as the HTML
-// standard's "event stream interpretation" defines it), for the load generator's llama-server backend.
+// standard's "event stream interpretation" defines it), for the load generator's openai http backend.
 //
 // Lines end with CRLF, LF or CR, and a CR may end one Feed and its LF start the next. A line starting
 // with ':' is a comment (llama-server's keep-alive ping ":\n\n"); "field: value" drops one space after

@@ -1,4 +1,4 @@
-#include "bench/loadgen/llama_server_backend.h"
+#include "bench/loadgen/openai_http_backend.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/loadgen/llama_completion.h"
+#include "bench/loadgen/openai_completion.h"
 #include "common/json.h"
 
 namespace tpserve::loadgen {
@@ -28,33 +28,33 @@ constexpr size_t kErrorBodyBytes = 300;  // of a non-200 reply, kept for the err
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 std::string HttpError(int code, const std::string& body) {
-  return "llama-server HTTP " + std::to_string(code) + ": " + body.substr(0, kErrorBodyBytes);
+  return "HTTP " + std::to_string(code) + ": " + body.substr(0, kErrorBodyBytes);
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LlamaServerBackend>> LlamaServerBackend::Create(const std::string& server) {
+StatusOr<std::unique_ptr<OpenAiHttpBackend>> OpenAiHttpBackend::Create(const std::string& server, int32_t vocab_size) {
   const std::string scheme = "http://";
   std::string rest = server.rfind(scheme, 0) == 0 ? server.substr(scheme.size()) : "";
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("llama-server address '" + server + "' is not http://HOST:PORT");
+  if (colon == std::string::npos) return InvalidArgument("server address '" + server + "' is not http://HOST:PORT");
   const std::string host = rest.substr(0, colon) == "localhost" ? "127.0.0.1" : rest.substr(0, colon);
   const std::string port_text = rest.substr(colon + 1);
   char* end = nullptr;
   const long port = std::strtol(port_text.c_str(), &end, 10);
   in_addr address{};
   if (port_text.empty() || *end != '\0' || port < 1 || port > 65535 || inet_pton(AF_INET, host.c_str(), &address) != 1) {
-    return InvalidArgument("llama-server address '" + server + "' is not http://IPV4:PORT");
+    return InvalidArgument("server address '" + server + "' is not http://IPV4:PORT");
   }
-  return std::unique_ptr<LlamaServerBackend>(new LlamaServerBackend(ntohl(address.s_addr), static_cast<uint16_t>(port)));
+  return std::unique_ptr<OpenAiHttpBackend>(new OpenAiHttpBackend(ntohl(address.s_addr), static_cast<uint16_t>(port), vocab_size));
 }
 
-LlamaServerBackend::~LlamaServerBackend() {
+OpenAiHttpBackend::~OpenAiHttpBackend() {
   for (auto& [id, stream] : streams_) close(stream->fd);
 }
 
-StatusOr<int> LlamaServerBackend::Send(const std::string& method, const std::string& path, const std::string& body) {
+StatusOr<int> OpenAiHttpBackend::Send(const std::string& method, const std::string& path, const std::string& body) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Unavailable(Errno("socket"));
   sockaddr_in to{};
@@ -62,7 +62,7 @@ StatusOr<int> LlamaServerBackend::Send(const std::string& method, const std::str
   to.sin_port = htons(port_);
   to.sin_addr.s_addr = htonl(address_);
   if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof(to)) != 0) {
-    const Status status = Unavailable(Errno("connect to llama-server port " + std::to_string(port_)));
+    const Status status = Unavailable(Errno("connect to port " + std::to_string(port_)));
     close(fd);
     return status;
   }
@@ -79,7 +79,7 @@ StatusOr<int> LlamaServerBackend::Send(const std::string& method, const std::str
     const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const Status status = Unavailable(Errno("send to llama-server"));
+      const Status status = Unavailable(Errno("send to the server"));
       close(fd);
       return status;
     }
@@ -88,8 +88,9 @@ StatusOr<int> LlamaServerBackend::Send(const std::string& method, const std::str
   return fd;
 }
 
-StatusOr<std::string> LlamaServerBackend::Get(const std::string& path) {
-  ASSIGN_OR_RETURN(const int fd, Send("GET", path, ""));
+StatusOr<std::string> OpenAiHttpBackend::Fetch(const std::string& method, const std::string& path,
+                                                const std::string& request_body) {
+  ASSIGN_OR_RETURN(const int fd, Send(method, path, request_body));
   HttpResponseParser http;
   std::string body;
   std::vector<char> buffer(kReadBytes);
@@ -99,13 +100,13 @@ StatusOr<std::string> LlamaServerBackend::Get(const std::string& path) {
     const int ready = poll(&p, 1, kGetTimeoutMs);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {
-      status = Unavailable("GET " + path + ": no reply from llama-server");
+      status = Unavailable(method + " " + path + ": no reply from the server");
       break;
     }
     const ssize_t n = read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      status = Unavailable(Errno("GET " + path));
+      status = Unavailable(Errno(method + " " + path));
     } else if (n == 0) {
       status = http.FinishAtEof();
       break;
@@ -115,35 +116,42 @@ StatusOr<std::string> LlamaServerBackend::Get(const std::string& path) {
   }
   close(fd);
   RETURN_IF_ERROR(status);
-  if (http.status_code() != 200) return Unavailable("GET " + path + ": " + HttpError(http.status_code(), body));
+  if (http.status_code() != 200) return Unavailable(method + " " + path + ": " + HttpError(http.status_code(), body));
   return body;
 }
 
-StatusOr<ServerInfo> LlamaServerBackend::Info() {
-  RETURN_IF_ERROR(Get("/health").status());  // 503 while the model loads
-  ASSIGN_OR_RETURN(const std::string text, Get("/v1/models"));
+StatusOr<ServerInfo> OpenAiHttpBackend::Info() {
+  RETURN_IF_ERROR(Fetch("GET", "/health").status());  // 503 while the model loads or no group serves
+  ASSIGN_OR_RETURN(const std::string text, Fetch("GET", "/v1/models"));
   StatusOr<JsonValue> models = ParseJson(text);
   if (!models.ok()) return DataLoss("GET /v1/models: " + models.status().message());
   const JsonValue* data = models->Find("data");
-  if (data == nullptr || !data->is_array() || data->size() == 0 || (*data)[0].Find("meta") == nullptr) {
-    return DataLoss("GET /v1/models: no data[0].meta");
-  }
+  if (data == nullptr || !data->is_array() || data->size() == 0) return DataLoss("GET /v1/models: no data[0]");
   const JsonValue& model = (*data)[0];
-  const JsonValue& meta = *model.Find("meta");
   ServerInfo info;
   ASSIGN_OR_RETURN(info.model_name, model.GetString("id"));
-  ASSIGN_OR_RETURN(const int64_t vocab, meta.GetInt("n_vocab"));
-  ASSIGN_OR_RETURN(const int64_t context, meta.GetInt("n_ctx"));
+  int64_t vocab = vocab_size_, context = 0;
+  if (const JsonValue* meta = model.Find("meta")) {  // llama-server
+    ASSIGN_OR_RETURN(vocab, meta->GetInt("n_vocab"));
+    ASSIGN_OR_RETURN(context, meta->GetInt("n_ctx"));
+  } else {  // tpserve's gateway: the context from /tokenize, the vocabulary from the command line
+    if (vocab <= 0) return InvalidArgument("the server does not report its vocabulary: give --vocab-size");
+    ASSIGN_OR_RETURN(const std::string tokenized, Fetch("POST", "/tokenize", R"({"prompt":"a"})"));
+    StatusOr<JsonValue> reply = ParseJson(tokenized);
+    if (!reply.ok()) return DataLoss("POST /tokenize: " + reply.status().message());
+    ASSIGN_OR_RETURN(context, reply->GetInt("max_model_len"));
+  }
   if (vocab <= 0 || vocab > INT32_MAX || context <= 0 || context > INT32_MAX) {
-    return DataLoss("GET /v1/models: n_vocab / n_ctx out of range");
+    return DataLoss("vocabulary / context size out of range");
   }
   info.vocab_size = static_cast<int32_t>(vocab);
   info.context_length = static_cast<int32_t>(context);
+  model_ = info.model_name;
   return info;
 }
 
-StatusOr<uint64_t> LlamaServerBackend::Start(const BenchRequest& request) {
-  ASSIGN_OR_RETURN(const int fd, Send("POST", "/completion", LlamaCompletionRequestJson(request)));
+StatusOr<uint64_t> OpenAiHttpBackend::Start(const BenchRequest& request) {
+  ASSIGN_OR_RETURN(const int fd, Send("POST", "/v1/completions", OpenAiCompletionRequestJson(request, model_)));
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   auto stream = std::make_unique<Stream>();
   stream->fd = fd;
@@ -152,7 +160,7 @@ StatusOr<uint64_t> LlamaServerBackend::Start(const BenchRequest& request) {
   return id;
 }
 
-void LlamaServerBackend::Cancel(uint64_t request_id) {
+void OpenAiHttpBackend::Cancel(uint64_t request_id) {
   auto it = streams_.find(request_id);
   if (it != streams_.end()) {
     close(it->second->fd);
@@ -161,7 +169,7 @@ void LlamaServerBackend::Cancel(uint64_t request_id) {
   std::erase_if(ready_, [&](const BackendEvent& e) { return e.request_id == request_id; });
 }
 
-StatusOr<BackendEvent> LlamaServerBackend::Receive(std::chrono::milliseconds timeout) {
+StatusOr<BackendEvent> OpenAiHttpBackend::Receive(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (ready_.empty()) {  // bytes may come that complete no event yet: wait on until the deadline
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -188,7 +196,7 @@ StatusOr<BackendEvent> LlamaServerBackend::Receive(std::chrono::milliseconds tim
   return e;
 }
 
-bool LlamaServerBackend::ReadStream(uint64_t id, Stream* stream) {
+bool OpenAiHttpBackend::ReadStream(uint64_t id, Stream* stream) {
   std::vector<char> buffer(kReadBytes);
   while (true) {
     const ssize_t n = read(stream->fd, buffer.data(), buffer.size());
@@ -197,7 +205,7 @@ bool LlamaServerBackend::ReadStream(uint64_t id, Stream* stream) {
     BackendEvent failed;
     failed.kind = BackendEvent::Kind::kError;
     if (n < 0) {
-      failed.error = Errno("read from llama-server");
+      failed.error = Errno("read from the server");
       End(id, std::move(failed));
       return true;
     }
@@ -225,41 +233,43 @@ bool LlamaServerBackend::ReadStream(uint64_t id, Stream* stream) {
     for (const SseEvent& event : events) {
       if (OnSseEvent(id, stream, event)) return true;
     }
-    if (stream->http.done()) {  // the body ended (or the peer closed) before the final event
-      failed.error = "llama-server stream ended before its final event";
+    if (stream->http.done()) {  // the body ended (or the peer closed) before [DONE]
+      failed.error = "the stream ended before data: [DONE]";
       End(id, std::move(failed));
       return true;
     }
   }
 }
 
-bool LlamaServerBackend::OnSseEvent(uint64_t id, Stream* stream, const SseEvent& event) {
-  StatusOr<LlamaCompletionEvent> parsed = ParseLlamaCompletionEvent(event.data);
+bool OpenAiHttpBackend::OnSseEvent(uint64_t id, Stream* stream, const SseEvent& event) {
+  StatusOr<OpenAiCompletionEvent> parsed = ParseOpenAiCompletionEvent(event.data);
   BackendEvent out;
   if (!parsed.ok() || !parsed->error.empty()) {
     out.kind = BackendEvent::Kind::kError;
-    out.error = parsed.ok() ? "llama-server: " + parsed->error : parsed.status().message();
+    out.error = parsed.ok() ? "server error event: " + parsed->error : parsed.status().message();
     End(id, std::move(out));
     return true;
   }
-  const int64_t num_new = NewTokens(*parsed, stream->num_tokens);
-  if (num_new > 0) {
-    stream->num_tokens += num_new;
+  if (parsed->num_tokens > 0) {
     out.request_id = id;
     out.kind = BackendEvent::Kind::kTokens;
-    out.num_tokens = static_cast<int32_t>(num_new);
+    out.num_tokens = static_cast<int32_t>(parsed->num_tokens);
     ready_.push_back(out);
   }
-  if (!parsed->is_stop) return false;
+  if (parsed->completion_tokens >= 0) {
+    stream->completion_tokens = parsed->completion_tokens;
+    stream->cached_prompt_tokens = parsed->cached_prompt_tokens;
+  }
+  if (!parsed->is_done) return false;
   out.kind = BackendEvent::Kind::kFinish;
   out.num_tokens = 0;
-  out.reported_output_tokens = static_cast<int32_t>(parsed->tokens_predicted);
-  out.cached_prompt_tokens = static_cast<int32_t>(parsed->cached_prompt_tokens);
+  out.reported_output_tokens = static_cast<int32_t>(stream->completion_tokens);  // < 0: no usage came
+  out.cached_prompt_tokens = static_cast<int32_t>(stream->cached_prompt_tokens);
   End(id, std::move(out));
   return true;
 }
 
-void LlamaServerBackend::End(uint64_t id, BackendEvent event) {
+void OpenAiHttpBackend::End(uint64_t id, BackendEvent event) {
   event.request_id = id;
   ready_.push_back(std::move(event));
 }

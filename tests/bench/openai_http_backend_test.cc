@@ -1,7 +1,8 @@
-// LlamaServerBackend against a scripted fake llama-server on a loopback socket (a thread that answers
-// each connection with canned bytes, written in small pieces): server info, a streamed completion
-// counted by tokens_predicted, an HTTP error, an error event, and a stream cut before its end.
-#include "bench/loadgen/llama_server_backend.h"
+// OpenAiHttpBackend against a scripted fake OpenAI server on a loopback socket (a thread that answers
+// each connection with canned bytes, written in small pieces): server info as llama-server and as
+// tpserve's gateway report it, a streamed completion counted by chunks and corrected by its usage,
+// an HTTP error, an error event, and streams cut before [DONE].
+#include "bench/loadgen/openai_http_backend.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -28,11 +29,17 @@ std::string Chunked(const std::vector<std::string>& chunks, bool terminate) {
   return terminate ? out + "0\r\n\r\n" : out;
 }
 
-// Answers GET /health and GET /v1/models itself and the i-th POST with completions[i]; one
-// connection at a time, in arrival order, each reply written 5 bytes per send, then closed.
-class FakeLlamaServer {
+std::string Ok(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Answers GET /health, GET /v1/models (`models`, the body) and POST /tokenize itself and the i-th
+// POST /v1/completions with completions[i]; one connection at a time, in arrival order, each reply
+// written 5 bytes per send, then closed.
+class FakeOpenAiServer {
  public:
-  explicit FakeLlamaServer(std::vector<std::string> completions) : completions_(std::move(completions)) {
+  FakeOpenAiServer(std::string models, std::vector<std::string> completions)
+      : models_(std::move(models)), completions_(std::move(completions)) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -44,7 +51,7 @@ class FakeLlamaServer {
     port_ = ntohs(a.sin_port);
     thread_ = std::thread([this] { Serve(); });
   }
-  ~FakeLlamaServer() {
+  ~FakeOpenAiServer() {
     shutdown(listen_fd_, SHUT_RDWR);  // unblocks accept
     thread_.join();
     close(listen_fd_);
@@ -75,11 +82,12 @@ class FakeLlamaServer {
       }
       std::string reply;
       if (request.rfind("GET /health ", 0) == 0) {
-        reply = "HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}";
+        reply = Ok(R"({"status":"ok"})");
       } else if (request.rfind("GET /v1/models ", 0) == 0) {
-        const std::string body = R"({"object":"list","data":[{"id":"smol.gguf","meta":{"n_vocab":49152,"n_ctx":8192}}]})";
-        reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-      } else if (request.rfind("POST /completion ", 0) == 0 && next < completions_.size()) {
+        reply = Ok(models_);
+      } else if (request.rfind("POST /tokenize ", 0) == 0) {
+        reply = Ok(R"({"count":1,"max_model_len":2048,"tokens":[64]})");
+      } else if (request.rfind("POST /v1/completions ", 0) == 0 && next < completions_.size()) {
         std::lock_guard<std::mutex> lock(mu_);
         bodies_.push_back(request.substr(head_end + 4));
         reply = completions_[next++];
@@ -93,6 +101,7 @@ class FakeLlamaServer {
     }
   }
 
+  std::string models_;
   std::vector<std::string> completions_;
   std::mutex mu_;
   std::vector<std::string> bodies_;  // GUARDED_BY(mu_)
@@ -116,20 +125,26 @@ std::vector<BackendEvent> Drain(LoadBackend* backend, uint64_t id) {
   return events;
 }
 
-TEST(LlamaServerBackendTest, InfoStreamAndFailures) {
-  const std::string partial1 = "data: {\"content\":\"a\",\"tokens\":[5],\"stop\":false,\"tokens_predicted\":1}\n\n";
-  const std::string partial2 = "data: {\"content\":\"b\",\"tokens\":[6],\"stop\":false,\"tokens_predicted\":2}\n\n";
-  const std::string partial4 = "data: {\"content\":\"\xC3\xA9\",\"tokens\":[8],\"stop\":false,\"tokens_predicted\":4}\n\n";
-  const std::string final4 =
-      "data: {\"content\":\"\",\"tokens\":[],\"stop\":true,\"tokens_predicted\":4,\"timings\":{\"cache_n\":5,\"predicted_n\":4}}\n\n";
-  FakeLlamaServer server({
-      Chunked({partial1, ":\n\n" + partial2, partial4 + final4}, true),
+std::string Chunk(const std::string& text) {
+  return "data: {\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"" + text +
+         "\",\"finish_reason\":null}]}\n\n";
+}
+
+const char kLlamaModels[] = R"({"object":"list","data":[{"id":"smol.gguf","meta":{"n_vocab":49152,"n_ctx":8192}}]})";
+
+TEST(OpenAiHttpBackendTest, InfoStreamAndFailures) {
+  const std::string usage =
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n\n";
+  FakeOpenAiServer server(kLlamaModels, {
+      // 4 tokens: the 3rd held back inside a UTF-8 character (an empty chunk), so 3 chunks count.
+      Chunked({Chunk("a"), ": ping\n\n" + Chunk("b"), Chunk("") + Chunk("\xC3\xA9"), usage + "data: [DONE]\n\n"}, true),
       "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 26\r\n\r\n{\"error\":\"loading model\"}\n",
-      Chunked({partial1, "data: {\"error\":{\"code\":500,\"message\":\"decode failed\"}}\n\n"}, true),
-      Chunked({partial1}, true),   // the body ends without a final event
-      Chunked({partial1}, false),  // the connection closes inside the body
+      Chunked({Chunk("a"), "data: {\"error\":{\"code\":500,\"message\":\"decode failed\"}}\n\n"}, true),
+      Chunked({Chunk("a"), usage}, true),  // the body ends without [DONE]
+      Chunked({Chunk("a")}, false),        // the connection closes inside the body
   });
-  auto backend = LlamaServerBackend::Create(server.url());
+  auto backend = OpenAiHttpBackend::Create(server.url());
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
   auto info = (*backend)->Info();
   ASSERT_TRUE(info.ok()) << info.status().ToString();
@@ -142,14 +157,12 @@ TEST(LlamaServerBackendTest, InfoStreamAndFailures) {
   ASSERT_TRUE(id.ok());
   std::vector<BackendEvent> events = Drain(backend->get(), *id);
   ASSERT_EQ(events.size(), 4u);
-  EXPECT_EQ(events[0].num_tokens, 1);
-  EXPECT_EQ(events[1].num_tokens, 1);
-  EXPECT_EQ(events[2].num_tokens, 2);  // a token held back in a UTF-8 character came with the next
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(events[i].num_tokens, 1);
   EXPECT_EQ(events[3].kind, BackendEvent::Kind::kFinish);
-  EXPECT_EQ(events[3].reported_output_tokens, 4);
-  EXPECT_EQ(events[3].cached_prompt_tokens, 5);
+  EXPECT_EQ(events[3].reported_output_tokens, 4);  // the usage total, not the 3 chunks
+  EXPECT_EQ(events[3].cached_prompt_tokens, 2);
 
-  for (const char* expected : {"HTTP 503", "decode failed", "ended before its final event", "closed inside the body"}) {
+  for (const char* expected : {"HTTP 503", "decode failed", "ended before data: [DONE]", "closed inside the body"}) {
     id = (*backend)->Start(request);
     ASSERT_TRUE(id.ok());
     events = Drain(backend->get(), *id);
@@ -163,8 +176,34 @@ TEST(LlamaServerBackendTest, InfoStreamAndFailures) {
   const std::vector<std::string> bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 5u);
   EXPECT_NE(bodies[0].find("\"prompt\":[40,41,42]"), std::string::npos) << bodies[0];
-  EXPECT_FALSE(LlamaServerBackend::Create("http://example.com:80").ok());  // not an IPv4 address
-  EXPECT_FALSE(LlamaServerBackend::Create("tcp://127.0.0.1:80").ok());
+  EXPECT_NE(bodies[0].find("\"model\":\"smol.gguf\""), std::string::npos) << bodies[0];
+  EXPECT_FALSE(OpenAiHttpBackend::Create("http://example.com:80").ok());  // not an IPv4 address
+  EXPECT_FALSE(OpenAiHttpBackend::Create("tcp://127.0.0.1:80").ok());
+}
+
+TEST(OpenAiHttpBackendTest, GatewayInfoAndStreamWithoutUsage) {
+  // tpserve's gateway: no meta in /v1/models; the context comes from /tokenize, the vocabulary from
+  // the caller. A stream without a usage chunk reports no total (the runner keeps the chunk count).
+  const std::string models = R"({"object":"list","data":[{"id":"tpserve","object":"model","owned_by":"tpserve"}]})";
+  FakeOpenAiServer server(models, {Chunked({Chunk("a") + Chunk("b"), "data: [DONE]\n\n"}, true)});
+  auto without_vocab = OpenAiHttpBackend::Create(server.url());
+  ASSERT_TRUE(without_vocab.ok());
+  EXPECT_EQ((*without_vocab)->Info().status().code(), StatusCode::kInvalidArgument);
+
+  auto backend = OpenAiHttpBackend::Create(server.url(), 49152);
+  ASSERT_TRUE(backend.ok());
+  auto info = (*backend)->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->model_name, "tpserve");
+  EXPECT_EQ(info->vocab_size, 49152);
+  EXPECT_EQ(info->context_length, 2048);
+  auto id = (*backend)->Start(BenchRequest{{7}, 2});
+  ASSERT_TRUE(id.ok());
+  std::vector<BackendEvent> events = Drain(backend->get(), *id);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].num_tokens + events[1].num_tokens, 2);
+  EXPECT_EQ(events[2].kind, BackendEvent::Kind::kFinish);
+  EXPECT_EQ(events[2].reported_output_tokens, -1);
 }
 
 }  // namespace
