@@ -61,7 +61,8 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(count);
   app.add_flag("--no-prefix-caching", [&s](int64_t) { s.scheduler.enable_prefix_caching = false; },
                "never reuse cached prompt blocks");
-  app.add_option("--api-key", s.api_keys, "a key clients must send (repeatable; none: no check)");
+  app.add_option("--api-key", s.api_keys, "a key clients must send (repeatable; none: no check)")
+      ->envname("TPSERVE_API_KEY");
   app.add_option("--keys", s.keys_dir, "CURVE key directory (`tpserve keys init DIR`)");
   app.add_flag("--insecure", s.insecure, "bind a non-loopback host without keys");
   app.add_option("--metrics-port", s.metrics_port, "serve GET /metrics (Prometheus text) over HTTP on this port")

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 version=0.3.36
 out=third_party/llama.cpp
-if [ -x "$out/build/bin/llama-bench" ] && [ -x "$out/build/bin/llama-server" ]; then
+if [ -x "$out/build/bin/llama-bench" ] && [ -x "$out/build/bin/llama-server" ] && [ -x "$out/build/bin/llama-quantize" ]; then
   echo "llama.cpp: $out/build/bin/llama-bench and llama-server present"
   exit 0
 fi
@@ -20,5 +20,5 @@ rm -rf "$out"
 mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$out"
 cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
   -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
-cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-simple 2>&1 | tail -3
+cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-simple llama-quantize 2>&1 | tail -3
 echo "llama.cpp: built $out/build/bin/llama-bench and llama-server"

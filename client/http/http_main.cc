@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", options.coordinator, "the coordinator's client endpoint")->required();
   app.add_option("--host", options.host, "address to bind (loopback unless told otherwise)")->capture_default_str();
   app.add_option("--port", options.port, "port to bind (0: any free one, printed)")->capture_default_str();
-  app.add_option("--api-key", options.api_keys, "accepted Bearer key on /v1 routes (repeat for several)");
+  app.add_option("--api-key", options.api_keys, "accepted Bearer key on /v1 routes (repeat for several)")
+      ->envname("TPSERVE_API_KEY");
   app.add_option("--coordinator-api-key", options.coordinator_api_key,
                  "key sent to the coordinator (default: the first --api-key)");
   app.add_option("--keys", options.keys_dir, "CURVE key directory (tpserve keys init): coordinator.pub, clients/NAME.key");
