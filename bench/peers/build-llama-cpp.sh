@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench, llama-server (the serving peer of bench/serve-sweep.sh) and llama-cli
+# Builds llama.cpp's llama-bench, llama-server (the serving peer of bench/serve-sweep.sh), llama-cli and llama-quantize
 # from the source distribution of the PyPI package llama-cpp-python (which carries llama.cpp under
 # vendor/), CPU only, into third_party/llama.cpp. Does nothing when the binaries are already there.
 set -euo pipefail
