@@ -6,6 +6,7 @@
 //       [--dataset random|sharegpt-like] [--input-len L] [--output-len O] [--range-ratio r]
 //       [--shared-prefix-len P] [--seed S] [--goodput ttft:MS,tpot:MS,e2e:MS] [--json OUT]
 //       [--label X] [--max-duration-s S] [--progress-every N] [--token-salt K] [--vocab-size V]
+//       [--keys DIR [--key-name NAME]]
 //
 // The scheme picks the backend (bench/loadgen/load_backend.h): tcp:// is tpserve's client protocol,
 // http:// is the openai http backend: POST /v1/completions streamed as SSE, the same endpoint on
@@ -46,6 +47,7 @@ constexpr double kMaxDurationS = 3600;
 
 struct Flags {
   std::string server, dataset = "random", json, goodput;
+  std::string keys_dir, key_name;  // CURVE, for a tcp:// server
   int32_t vocab_size = 0;  // --vocab-size (0: the server's)
   RunDescription run;
   DatasetOptions data;
@@ -124,6 +126,8 @@ void AddFlags(CLI::App& app, Flags& f, RawFlags& raw) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 53));
   app.add_option("--goodput", raw.goodput, "SLOs for goodput: ttft:MS,tpot:MS,e2e:MS");
   app.add_option("--json", f.json, "also write the results as JSON here");
+  app.add_option("--keys", f.keys_dir, "CURVE key directory for a tcp:// server (tpserve keys init)");
+  app.add_option("--key-name", f.key_name, "which clients/NAME.key under --keys (default: the only one, or default)");
   app.add_option("--label", f.run.label, "the run's label in the report");
   app.add_option("--max-duration-s", f.max_duration_s, "stop the run after this long")
       ->check(Interval(0, kMaxDurationS, false, true))->capture_default_str();
@@ -153,12 +157,13 @@ Status FinishFlags(const RawFlags& raw, Flags& f) {
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const std::string& server, int32_t vocab_size) {
-  if (server.rfind(kTpserveScheme, 0) == 0) {
-    ASSIGN_OR_RETURN(std::unique_ptr<TpserveBackend> backend, TpserveBackend::Connect(server));
+StatusOr<std::unique_ptr<LoadBackend>> MakeBackend(const Flags& f) {
+  if (f.server.rfind(kTpserveScheme, 0) == 0) {
+    ASSIGN_OR_RETURN(std::unique_ptr<TpserveBackend> backend, TpserveBackend::Connect(f.server, f.keys_dir, f.key_name));
     return std::unique_ptr<LoadBackend>(std::move(backend));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<OpenAiHttpBackend> backend, OpenAiHttpBackend::Create(server, vocab_size));
+  if (!f.keys_dir.empty()) return InvalidArgument("--keys is for a tcp:// server (CURVE); an http:// server has none");
+  ASSIGN_OR_RETURN(std::unique_ptr<OpenAiHttpBackend> backend, OpenAiHttpBackend::Create(f.server, f.vocab_size));
   return std::unique_ptr<LoadBackend>(std::move(backend));
 }
 
@@ -176,7 +181,7 @@ int Main(int argc, char** argv) {
     std::cerr << "tpserve-bench: " << finished.message() << "\nRun with --help for the flags.\n";
     return 2;
   }
-  StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f.server, f.vocab_size);
+  StatusOr<std::unique_ptr<LoadBackend>> backend = MakeBackend(f);
   if (!backend.ok()) {
     std::cerr << "tpserve-bench: " << backend.status().ToString() << "\n";
     return 1;

@@ -9,10 +9,8 @@ Usage: bench/soak.py [--seconds 1800] [--build build] [--model M] [--tp 2] [--js
 """
 import argparse
 import json
-import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,8 +20,7 @@ from pathlib import Path
 import zmq
 
 import tpserve
-
-REPO = Path(__file__).resolve().parents[1]
+from served import DEFAULT_BUILD, DEFAULT_MODEL, proc_state, serve
 
 # A child client that streams requests until it is killed (the "vanished" clients).
 VANISHING_CLIENT = """
@@ -33,28 +30,6 @@ while True:
     for chunk in c.stream("Tell me a long story about the sea", max_tokens=200, ignore_eos=True):
         pass
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def proc_state(pid):
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
-    threads = len(os.listdir(f"/proc/{pid}/task"))
-    rss_kb = 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss_kb = int(line.split()[1])
-    return {"fds": fds, "threads": threads, "rss_kb": rss_kb}
-
-
-def coordinator_pid(serve_pid):
-    out = subprocess.run(["pgrep", "-P", str(serve_pid), "-f", "tpserve-coordinator"], capture_output=True, text=True)
-    return int(out.stdout.split()[0])
 
 
 class Tally:
@@ -176,35 +151,18 @@ def wait_idle(client, deadline_s):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=float, default=1800)
-    p.add_argument("--build", default=str(REPO / "build"))
-    p.add_argument("--model", default=str(REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    p.add_argument("--build", default=str(DEFAULT_BUILD))
+    p.add_argument("--model", default=str(DEFAULT_MODEL))
     p.add_argument("--tp", type=int, default=2)
     p.add_argument("--drivers", type=int, default=3)
     p.add_argument("--kill-every", type=float, default=3.0, help="seconds between killed clients")
     p.add_argument("--json", help="write the report here")
     args = p.parse_args()
 
-    port = free_port()
-    endpoint = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    serve = subprocess.Popen([f"{args.build}/client/tpserve", "serve", "--model", args.model, "--tp", str(args.tp),
-                              "--port", str(port), "--worker-port", str(free_port())],
-                             env=env, start_new_session=True, stderr=subprocess.DEVNULL)
     report = {"seconds": args.seconds, "checks": {}}
-    ok = True
-    try:
+    with serve(args.build, args.model, args.tp) as served:
+        endpoint, pid = served.endpoint, served.coordinator_pid
         with tpserve.Client(endpoint, timeout=10) as probe:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if probe.health().ok:
-                        break
-                except tpserve.TpserveError:
-                    pass
-                if time.monotonic() > deadline or serve.poll() is not None:
-                    raise SystemExit("soak: the server never became healthy")
-                time.sleep(0.2)
-            pid = coordinator_pid(serve.pid)
             tally = Tally()
             # Warm-up: the same mix for a while, so allocator pools and ZeroMQ buffers reach their steady
             # state before the baseline is taken.
@@ -229,16 +187,8 @@ def main():
         checks["every_admitted_request_answered"] = not tally.unanswered
         checks["oversized_never_accepted"] = "ACCEPTED" not in tally.counts.get("oversized", {})
         report["unanswered"] = tally.unanswered[:10]
-        ok = all(checks.values())
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            report["serve_exit"] = serve.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
-            report["serve_exit"] = "killed"
-            ok = False
-    ok = ok and report["serve_exit"] == 0
+    report["serve_exit"] = served.exit_code
+    ok = all(checks.values()) and served.exit_code == 0
     print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

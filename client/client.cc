@@ -1,6 +1,6 @@
 #include "client/client.h"
 
-#include "comm/curve_keys.h"
+#include "comm/client_socket.h"
 
 #include <zmq.hpp>
 
@@ -30,13 +30,11 @@ Status StatusFromError(const proto::ErrorReply& error) {
 
 StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto context = std::make_unique<zmq::context_t>(1);
-  SocketOptions socket_options;
-  socket_options.max_message_bytes = proto::kMaxClientMessageBytes;
-  socket_options.send_hwm = 10000;
-  socket_options.recv_hwm = 100000;
-  RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "clients", options.key_name, &socket_options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
-                   ZmqSocket::Connect(*context, zmq::socket_type::dealer, options.server, socket_options));
+  ClientSocketOptions socket_options;
+  socket_options.endpoint = options.server;
+  socket_options.keys_dir = options.keys_dir;
+  socket_options.key_name = options.key_name;
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket, ConnectClientSocket(*context, socket_options));
   return std::unique_ptr<Client>(new Client(options, std::move(context), std::move(socket)));
 }
 

@@ -34,12 +34,14 @@ Distribution Distribute(const std::vector<double>& values) {
 
 Summary Summarize(const std::vector<RequestRecord>& records, const GoodputTargets& targets) {
   Summary s;
-  std::vector<double> ttft, tpot, itl, e2e;  // milliseconds
+  std::vector<double> ttft, tpot, itl, e2e, failed;  // milliseconds
   double last_end = 0;
   int64_t num_good = 0;
   for (const RequestRecord& r : records) {
     if (!r.ok) {
       ++s.num_failed;
+      ++s.failures[r.error.substr(0, r.error.find(':'))];
+      if (r.end_s > 0) failed.push_back((r.end_s - r.send_s) * 1e3);
       continue;
     }
     ++s.num_completed;
@@ -75,6 +77,7 @@ Summary Summarize(const std::vector<RequestRecord>& records, const GoodputTarget
   s.tpot_ms = Distribute(tpot);
   s.itl_ms = Distribute(itl);
   s.e2e_ms = Distribute(e2e);
+  s.failed_ms = Distribute(failed);
   return s;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ struct Summary {
   double request_throughput = 0, output_throughput = 0, total_token_throughput = 0;
   double goodput = -1;  // requests/s; < 0 when no targets were given
   Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
+  Distribution failed_ms;                  // failed requests that were sent: send to the error (a reject's latency)
+  std::map<std::string, int64_t> failures;  // failed requests by the error's kind (its text before ':')
   KvSummary kv;  // num_samples 0: the backend does not report its KV cache
 };
 

@@ -72,6 +72,11 @@ std::string FormatReport(const RunDescription& run, const Summary& s) {
   out += Section("Time per Output Token (excl. 1st token)", "TPOT", s.tpot_ms);
   out += Section("Inter-token Latency", "ITL", s.itl_ms);
   out += Section("End-to-end Latency", "E2EL", s.e2e_ms);
+  if (!s.failures.empty()) {
+    out += "---------------Failed requests by kind----------------\n";
+    for (const auto& [kind, count] : s.failures) out += Line((kind + ":").c_str(), count, "%.0f");
+    if (s.failed_ms.count > 0) out += Section("Failure latency (send to error)", "failure", s.failed_ms);
+  }
   out += "==================================================\n";
   return out;
 }
@@ -109,6 +114,10 @@ JsonValue ReportJson(const RunDescription& run, const Summary& s) {
   o.Set("tpot_ms", DistJson(s.tpot_ms));
   o.Set("itl_ms", DistJson(s.itl_ms));
   o.Set("e2e_ms", DistJson(s.e2e_ms));
+  o.Set("failed_ms", DistJson(s.failed_ms));
+  JsonValue failures = JsonValue::Object();
+  for (const auto& [kind, count] : s.failures) failures.Set(kind, JsonValue::Int(count));
+  o.Set("failures", std::move(failures));
   if (s.kv.num_samples > 0) {
     o.Set("kv_samples", JsonValue::Int(s.kv.num_samples));
     o.Set("kv_waste", JsonValue::Number(s.kv.waste));

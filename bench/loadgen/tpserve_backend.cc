@@ -2,9 +2,12 @@
 
 namespace tpserve::loadgen {
 
-StatusOr<std::unique_ptr<TpserveBackend>> TpserveBackend::Connect(const std::string& server) {
+StatusOr<std::unique_ptr<TpserveBackend>> TpserveBackend::Connect(const std::string& server, const std::string& keys_dir,
+                                                                  const std::string& key_name) {
   ClientOptions options;
   options.server = server;
+  options.keys_dir = keys_dir;
+  options.key_name = key_name;
   options.timeout = std::chrono::milliseconds(10000);
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
   return std::unique_ptr<TpserveBackend>(new TpserveBackend(std::move(client)));

@@ -12,8 +12,10 @@ namespace tpserve::loadgen {
 
 class TpserveBackend : public LoadBackend {
  public:
-  // server: tcp://HOST:PORT of the coordinator's client endpoint.
-  static StatusOr<std::unique_ptr<TpserveBackend>> Connect(const std::string& server);
+  // server: tcp://HOST:PORT of the coordinator's client endpoint; keys_dir (CURVE, "": plain TCP) and
+  // key_name as in ClientOptions.
+  static StatusOr<std::unique_ptr<TpserveBackend>> Connect(const std::string& server, const std::string& keys_dir,
+                                                          const std::string& key_name);
 
   StatusOr<ServerInfo> Info() override;
   StatusOr<uint64_t> Start(const BenchRequest& request) override;

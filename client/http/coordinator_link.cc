@@ -1,6 +1,6 @@
 #include "client/http/coordinator_link.h"
 
-#include "comm/curve_keys.h"
+#include "comm/client_socket.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,16 +20,16 @@ constexpr std::chrono::milliseconds kSendTimeout{1000};
 
 StatusOr<std::unique_ptr<CoordinatorLink>> CoordinatorLink::Start(const CoordinatorLinkOptions& options) {
   auto context = std::make_unique<zmq::context_t>(1);
-  SocketOptions socket_options;
-  socket_options.max_message_bytes = proto::kMaxClientMessageBytes;
+  ClientSocketOptions socket_options;
+  socket_options.endpoint = options.endpoint;
+  socket_options.keys_dir = options.keys_dir;
+  socket_options.key_name = options.key_name;
   // The coordinator drops a client whose receive queue is full (it never blocks on one peer), and
   // with it every request of this gateway: the link thread only decodes and posts, and the queue
   // is deep enough for thousands of streams' bursts.
   socket_options.send_hwm = 100000;
   socket_options.recv_hwm = 1000000;
-  RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "clients", options.key_name, &socket_options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
-                   ZmqSocket::Connect(*context, zmq::socket_type::dealer, options.endpoint, socket_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket, ConnectClientSocket(*context, socket_options));
   const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) return Internal("eventfd failed");
   std::unique_ptr<CoordinatorLink> link(new CoordinatorLink(options, std::move(context), std::move(socket), wake_fd));

@@ -55,6 +55,23 @@ TEST(SummarizeTest, VllmDefinitions) {
   EXPECT_LT(Summarize({a}, GoodputTargets{}).goodput, 0);  // no targets: no goodput
 }
 
+TEST(SummarizeTest, FailuresByKindWithTheirLatency) {
+  RequestRecord rejected1, rejected2, lost, unsent;
+  rejected1.error = "RESOURCE_EXHAUSTED: overloaded", rejected1.send_s = 1.0, rejected1.end_s = 1.002;
+  rejected2.error = "RESOURCE_EXHAUSTED: overloaded", rejected2.send_s = 2.0, rejected2.end_s = 2.004;
+  lost.error = "UNAVAILABLE: worker lost", lost.send_s = 0.5, lost.end_s = 1.5;
+  unsent.error = "not sent: time limit reached";  // never sent: no latency
+  const Summary s = Summarize({rejected1, rejected2, lost, unsent}, GoodputTargets{});
+  EXPECT_EQ(s.num_failed, 4);
+  EXPECT_EQ(s.failures.at("RESOURCE_EXHAUSTED"), 2);
+  EXPECT_EQ(s.failures.at("UNAVAILABLE"), 1);
+  EXPECT_EQ(s.failures.at("not sent"), 1);
+  EXPECT_EQ(s.failed_ms.count, 3);
+  EXPECT_NEAR(s.failed_ms.min, 2, 1e-6);
+  EXPECT_NEAR(s.failed_ms.median, 4, 1e-6);
+  EXPECT_NEAR(s.failed_ms.max, 1000, 1e-6);
+}
+
 TEST(SummarizeKvTest, WeightedByBlocksInUse) {
   // (0.5 * 2 + 0.1 * 8) / 10 = 0.18; peak 8 of 16 blocks.
   const KvSummary kv = SummarizeKv({{2, 16, 0.5}, {8, 16, 0.1}, {0, 16, 0.9}});

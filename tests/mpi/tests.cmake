@@ -73,7 +73,7 @@ endif()
 # the release build's to check (and the MPI tests above cover the same paths under the sanitizers).
 if(TARGET tpserve-run AND NOT TPSERVE_SANITIZE)
   add_test(NAME tp_equality_test
-           COMMAND ${MPI_TEST_DIR}/tp_equality_test.sh $<TARGET_FILE:tpserve-run>
+           COMMAND ${MPI_TEST_DIR}/../testing/ids_equality_test.sh tp $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
   set_tests_properties(tp_equality_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
