@@ -23,7 +23,7 @@ def bench(build, endpoint, keys, concurrency, salt):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         command = [f"{build}/bench/tpserve-bench", "--server", endpoint, "--input-len", "64", "--output-len", "64",
                    "--num-requests", str(3 * concurrency), "--concurrency", str(concurrency), "--token-salt", str(salt),
-                   "--json", out.name, "--progress-every", "1000000"]
+                   "--json", out.name, "--progress-every", "100000"]
         if keys:
             command += ["--keys", keys]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)

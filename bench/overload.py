@@ -26,7 +26,7 @@ def bench(build, endpoint, label, extra):
     """One tpserve-bench run; returns its JSON report."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([f"{build}/bench/tpserve-bench", "--server", endpoint, *SHAPE, "--label", label,
-                        "--json", out.name, "--progress-every", "1000000", *extra],
+                        "--json", out.name, "--progress-every", "100000", *extra],
                        check=True, stdout=subprocess.DEVNULL)
         return json.loads(Path(out.name).read_text())
 
@@ -46,6 +46,7 @@ def plot(samples, phases, path):
     for name, (t0, t1) in phases.items():
         ax.axvspan(t0, t1, alpha=0.12 if name == "overload" else 0.05, color="C3" if name == "overload" else "C0")
         ax.text((t0 + t1) / 2, ax.get_ylim()[1], name, ha="center", va="top", fontsize=8)
+    ax.set_ylim(0, 1.25 * max(kb for _, kb in samples) / 1024)
     ax.set_xlabel("seconds since the server became healthy")
     ax.set_ylabel("coordinator RSS (MiB)")
     ax.set_title("tpserve coordinator memory under 2x overload (bench/overload.py)", fontsize=9)

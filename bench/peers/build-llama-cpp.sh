@@ -20,5 +20,6 @@ rm -rf "$out"
 mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$out"
 cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
   -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
-cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-simple llama-quantize 2>&1 | tail -3
+cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-quantize 2>&1 | tail -3
+for tool in llama-bench llama-cli llama-server llama-quantize; do [ -x "$out/build/bin/$tool" ] || { echo "llama.cpp: $tool was not built" >&2; exit 1; }; done
 echo "llama.cpp: built $out/build/bin/llama-bench and llama-server"
