@@ -21,18 +21,18 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Sanitizer build: debug info, -O1, ASan+UBSan; CUDA is compile-checked by the release build.
+# Sanitizer build: line tables (-g1, enough for symbolised reports), -O1, ASan+UBSan; CUDA is compile-checked by the release build.
 # It is also the portable build (baseline x86-64, no SIMD dispatch: the scalar canonical kernels
 # only), so make test checks that the scalar code alone reproduces the goldens.
 build-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
 	  -DTPSERVE_SANITIZE=ON -DTPSERVE_CUDA=OFF -DTPSERVE_NATIVE=OFF -DTPSERVE_DISPATCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # libFuzzer targets (tests/fuzz): clang, every parser library instrumented, ASan+UBSan.
 build-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DTPSERVE_FUZZ=ON -DTPSERVE_NATIVE=OFF \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" $(CMAKE_FLAGS)
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 model: $(MODEL)
