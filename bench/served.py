@@ -34,12 +34,30 @@ def proc_state(pid):
     return {"fds": fds, "threads": threads, "rss_kb": rss_kb}
 
 
+def cpu_seconds(pid):
+    """CPU time the live threads of a process have run so far (the scheduler's nanosecond count,
+    /proc/PID/task/*/schedstat; threads that already exited are not counted)."""
+    total_ns = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total_ns += int(f.read().split()[0])
+        except FileNotFoundError:  # the thread ended meanwhile
+            pass
+    return total_ns / 1e9
+
+
 class Served:
     """What `serve` yields: the client endpoint, the serve process, the coordinator's pid and the exit."""
 
     def __init__(self, endpoint, process, coordinator_pid):
         self.endpoint, self.process, self.coordinator_pid = endpoint, process, coordinator_pid
         self.exit_code = None
+
+    def child_pid(self, program):
+        """The pid of the serve process's child running `program` (tpserve-coordinator, tpserve-http)."""
+        found = subprocess.run(["pgrep", "-P", str(self.process.pid), "-f", program], capture_output=True, text=True)
+        return int(found.stdout.split()[0])
 
 
 @contextlib.contextmanager
@@ -67,9 +85,7 @@ def serve(build=DEFAULT_BUILD, model=DEFAULT_MODEL, tp=1, flags=(), keys=None, h
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise SystemExit(f"{command[0]} serve never became healthy")
                 time.sleep(0.2)
-        found = subprocess.run(["pgrep", "-P", str(process.pid), "-f", "tpserve-coordinator"],
-                               capture_output=True, text=True)
-        served.coordinator_pid = int(found.stdout.split()[0])
+        served.coordinator_pid = served.child_pid("tpserve-coordinator")
         yield served
     finally:
         process.send_signal(signal.SIGTERM)
