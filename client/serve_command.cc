@@ -89,7 +89,7 @@ class ServeFlagParser {
     }
     app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
         ->group("Coordinator (tpserve-coordinator)");
-    app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys")
+    app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys (and the gateway without --api-key)")
         ->group("Coordinator (tpserve-coordinator)");
     app.add_option("--keys", keys_dir_, "CURVE key directory, for the coordinator, the workers and the gateway "
                    "(`tpserve keys init`)");
@@ -109,7 +109,9 @@ class ServeFlagParser {
       if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
     }
     if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
-    if (insecure_) flags_.coordinator_args.push_back("--insecure");
+    if (insecure_) {
+      for (auto* args : {&flags_.coordinator_args, &flags_.http_args}) args->push_back("--insecure");
+    }
     if (!keys_dir_.empty()) {  // every side: coordinator pair, workers/default, the gateway's clients/default
       for (auto* args : {&flags_.worker_args, &flags_.coordinator_args, &flags_.http_args}) {
         args->insert(args->end(), {"--keys", keys_dir_});

@@ -21,6 +21,17 @@ Gateway::~Gateway() {
 
 StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options) {
   if (options.num_threads < 1) return InvalidArgument("the gateway needs at least one I/O thread");
+  boost::system::error_code ec;
+  const net::ip::address address = net::ip::make_address(options.host, ec);
+  if (ec) return InvalidArgument("--host " + options.host + " is not an IP address");
+  if (!address.is_loopback() && options.api_keys.empty()) {
+    if (!options.insecure) {
+      return FailedPrecondition("refusing to serve " + options.host + " without an API key: anyone who can reach it "
+                                "could use the model. Pass --api-key KEY (or set $TPSERVE_API_KEY), or pass --insecure "
+                                "to accept the risk");
+    }
+    LOG(WARN) << "tpserve-http: --insecure: " << options.host << " serves /v1 to anyone who can reach it";
+  }
   std::unique_ptr<Gateway> gateway(new Gateway(options));
   CoordinatorLinkOptions link_options;
   link_options.endpoint = options.coordinator;
@@ -30,9 +41,6 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Create(const GatewayOptions& options
   ASSIGN_OR_RETURN(gateway->link_, CoordinatorLink::Start(link_options));
   gateway->context_.link = gateway->link_.get();
 
-  boost::system::error_code ec;
-  const net::ip::address address = net::ip::make_address(options.host, ec);
-  if (ec) return InvalidArgument("--host " + options.host + " is not an IP address");
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
   auto& acceptor = gateway->acceptor_;
   acceptor.open(endpoint.protocol(), ec);

@@ -20,6 +20,7 @@ struct GatewayOptions {
   std::string keys_dir;                      // CURVE to the coordinator: DIR/coordinator.pub, DIR/clients/<key_name>.key
   std::string key_name;
   std::vector<std::string> api_keys;         // accepted Bearer keys on /v1 routes (empty: no auth)
+  bool insecure = false;                     // a non-loopback host without api_keys is refused unless set
   std::string served_model_name;             // "" : the coordinator's model name
   size_t max_body_bytes = size_t{4} << 20;   // larger bodies get 413
   int num_threads = 2;                       // I/O threads, whatever the number of connections

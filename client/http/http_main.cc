@@ -1,6 +1,6 @@
 // tpserve-http: the OpenAI-compatible HTTP gateway in front of a coordinator.
 //
-//   tpserve-http --coordinator tcp://HOST:PORT [--port 8000] [--host 127.0.0.1] [--api-key K]...
+//   tpserve-http --coordinator tcp://HOST:PORT [--port 8000] [--host 127.0.0.1] [--api-key K]... [--insecure]
 //       [--served-model-name NAME] [--coordinator-api-key K] [--threads 2] [--max-body-bytes N]
 //
 // SIGTERM/SIGINT stop it (exit 0).
@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", options.port, "port to bind (0: any free one, printed)")->capture_default_str();
   app.add_option("--api-key", options.api_keys, "accepted Bearer key on /v1 routes (repeat for several)")
       ->envname("TPSERVE_API_KEY");
+  app.add_flag("--insecure", options.insecure, "serve a non-loopback --host without --api-key");
   app.add_option("--coordinator-api-key", options.coordinator_api_key,
                  "key sent to the coordinator (default: the first --api-key)");
   app.add_option("--keys", options.keys_dir, "CURVE key directory (tpserve keys init): coordinator.pub, clients/NAME.key");

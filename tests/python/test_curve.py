@@ -124,3 +124,20 @@ def test_non_loopback_without_keys_refuses_to_start():
     refused = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
     assert "tpserve keys init" in refused.stderr and "--insecure" in refused.stderr, refused.stderr
+
+
+def test_gateway_beyond_loopback_without_api_key_refuses_to_start():
+    gateway = TPSERVE.parent / "http" / "tpserve-http"
+    args = [str(gateway), "--coordinator", "tcp://127.0.0.1:1", "--host", "0.0.0.0", "--port", str(free_port())]
+    env = {k: v for k, v in os.environ.items() if k != "TPSERVE_API_KEY"}
+    refused = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode != 0
+    assert "--api-key" in refused.stderr and "--insecure" in refused.stderr, refused.stderr
+    # With a key it starts (and is stopped by SIGTERM); --insecure also starts, with a warning.
+    for extra, extra_env in ((["--api-key", "k"], {}), (["--insecure"], {}), ([], {"TPSERVE_API_KEY": "k"})):
+        started = subprocess.Popen(args + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**env, **extra_env})
+        line = started.stdout.readline()
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(timeout=30) == 0
+        assert "listening on http://0.0.0.0:" in line, (extra, extra_env, line, started.stderr.read())
