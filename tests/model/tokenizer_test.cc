@@ -104,6 +104,20 @@ TEST(TokenizerTest, HfDirSentencePieceStyleMatchesHfTokenizers) {
   ExpectGolden(**tok, "hf_spm_tiny");
 }
 
+// Gemma's layout: no space prepended, <start_of_turn>/<end_of_turn> special tokens, byte fallback.
+TEST(TokenizerTest, HfDirGemmaStyleMatchesHfTokenizers) {
+  auto tok = Tokenizer::FromHfDir(testing_tokenizer::kHfGemmaTinyDir);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->model(), TokenizerModel::kSpm);
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_EQ((*tok)->TokenId("<start_of_turn>"), 4);
+  ExpectGolden(**tok, "hf_gemma_tiny");
+  EXPECT_EQ((*tok)->Encode("<start_of_turn>user\n", /*add_bos=*/true),
+            (std::vector<int32_t>{2, 4, *(*tok)->TokenId("user"), *(*tok)->TokenId("\n")}));
+}
+
 TEST(TokenizerTest, HfDirErrors) {
   EXPECT_EQ(Tokenizer::FromHfDir("/nonexistent/dir").status().code(), StatusCode::kNotFound);
 }
@@ -352,6 +366,18 @@ TEST(SpmTokenizerTest, FromGgufEqualsFromVocab) {
     EXPECT_EQ(a.Encode(text, true), b.Encode(text, true)) << text;
     EXPECT_EQ(a.Decode(a.Encode(text, false)), b.Decode(b.Encode(text, false)));
   }
+}
+
+// The Gemma-style vocabulary in a GGUF with add_space_prefix = false (as llama.cpp writes Gemma's):
+// the same ids as HF's tokenizers.
+TEST(SpmTokenizerTest, GemmaStyleFromGgufMatchesHfTokenizers) {
+  auto hf = Tokenizer::FromHfDir(testing_tokenizer::kHfGemmaTinyDir);
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  auto tok = LoadGgufTokenizer(WriteTokenizerGguf(
+      "gemma", (*hf)->vocab(), [](GgufWriter& w) { w.SetBool("tokenizer.ggml.add_space_prefix", false); }));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  ExpectGolden(**tok, "hf_gemma_tiny");
 }
 
 TEST(TokenizerTest, FromGgufErrors) {

@@ -20,6 +20,7 @@ inline constexpr const char* kGoldenPath = "tests/data/tokenizer_golden.txt";
 inline constexpr const char* kChatGoldenPath = "tests/data/tokenizer_golden_chat.txt";
 inline constexpr const char* kHfTinyDir = "tests/data/tokenizer_golden_hf_tiny";
 inline constexpr const char* kHfSpmTinyDir = "tests/data/tokenizer_golden_hf_spm_tiny";
+inline constexpr const char* kHfGemmaTinyDir = "tests/data/tokenizer_golden_hf_gemma_tiny";
 
 // SmolLM2's tokenizer, or nullptr when the model file has not been fetched (scripts/fetch-model.sh).
 inline const Tokenizer* SmolLm() {

@@ -47,8 +47,12 @@ StatusOr<CudaLlamaModel::DeviceMatrix> CudaLlamaModel::LoadMatrix(const WeightSo
 
 StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::Load(const ModelConfig& config, const WeightSource& weights,
                                                                const ShardPlan& shard) {
-  if (config.architecture != "llama") return InvalidArgument("unsupported architecture " + config.architecture);
   RETURN_IF_ERROR(config.Validate());
+  if (config.architecture != "llama" || config.sliding_window > 0) {
+    return Unimplemented("the CUDA executor runs llama without a sliding window; " + config.architecture +
+                         (config.sliding_window > 0 ? " with a sliding window" : "") +
+                         " runs on the CPU executor (--device cpu)");
+  }
   if (config.head_dim > kMaxCudaHeadDim) {
     return InvalidArgument("head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
                            std::to_string(kMaxCudaHeadDim));

@@ -48,7 +48,8 @@ struct DeviceLayerKv {
 class CudaLlamaModel {
  public:
   // REQUIRES: the rank's device is current. Errors: the reader's (NOT_FOUND, DATA_LOSS),
-  // INVALID_ARGUMENT (architecture, head_dim above the attention kernel's 256),
+  // INVALID_ARGUMENT (invalid config, head_dim above the attention kernel's 256), UNIMPLEMENTED (an
+  // architecture other than llama, or a sliding window: the CPU executor runs those),
   // RESOURCE_EXHAUSTED (device memory).
   static StatusOr<std::unique_ptr<CudaLlamaModel>> Load(const ModelConfig& config, const WeightSource& weights,
                                                         const ShardPlan& shard);
