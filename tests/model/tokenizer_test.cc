@@ -10,6 +10,7 @@
 #include <random>
 
 #include "model/bpe_tokenizer.h"
+#include "model/chat_format.h"
 #include "model/gguf_writer.h"
 #include "model/pretokenizer.h"
 #include "model/unicode.h"
@@ -116,6 +117,34 @@ TEST(TokenizerTest, HfDirGemmaStyleMatchesHfTokenizers) {
   ExpectGolden(**tok, "hf_gemma_tiny");
   EXPECT_EQ((*tok)->Encode("<start_of_turn>user\n", /*add_bos=*/true),
             (std::vector<int32_t>{2, 4, *(*tok)->TokenId("user"), *(*tok)->TokenId("\n")}));
+}
+
+// Gemma 3's own vocabulary (262k pieces, byte fallback, no prefix space, user-defined newline runs and
+// HTML tags) against HF's tokenizers run on it (scripts/gen_tokenizer_golden.py), and its chat turns.
+TEST(TokenizerTest, Gemma3MatchesHfTokenizers) {
+  auto file = GgufFile::Open(testing_tokenizer::kGemma3Path);
+  if (file.status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no " << testing_tokenizer::kGemma3Path << " (run scripts/fetch-model.sh gemma3)";
+  }
+  if (file.status().code() == StatusCode::kUnimplemented) {
+    GTEST_SKIP() << file.status().ToString() << " (this build lacks the file's weight types)";
+  }
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->model(), TokenizerModel::kSpm);
+  EXPECT_EQ((*tok)->vocab_size(), 262144);
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_TRUE((*tok)->add_bos());
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  ExpectGolden(**tok, "gemma3");
+  const std::string prompt = RenderChat(ChatFormat::kGemma, {{"user", "Hi"}}, /*add_generation_prompt=*/true);
+  const std::vector<int32_t> ids = (*tok)->Encode(prompt, /*add_bos=*/false);
+  EXPECT_EQ(ids.front(), 2);  // <bos>, written by the format
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), *(*tok)->TokenId("<start_of_turn>")), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), *(*tok)->TokenId("<end_of_turn>")), 1);
+  EXPECT_EQ((*tok)->Decode(ids), prompt);
 }
 
 TEST(TokenizerTest, HfDirErrors) {
