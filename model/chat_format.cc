@@ -103,6 +103,15 @@ ChatFormat DetectChatFormat(const std::string& chat_template) {
   return ChatFormat::kChatML;
 }
 
+ChatFormat DetectChatFormat(const std::string& chat_template, const std::function<bool(std::string_view)>& has_token) {
+  if (!chat_template.empty()) return DetectChatFormat(chat_template);
+  if (has_token("<start_of_turn>")) return ChatFormat::kGemma;
+  if (has_token("<|start_header_id|>")) return ChatFormat::kLlama3;
+  if (has_token("<|im_start|>")) return ChatFormat::kChatML;
+  if (has_token("<|user|>") && has_token("<|end|>")) return ChatFormat::kPhi3;
+  return ChatFormat::kChatML;
+}
+
 const char* ChatFormatName(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatML: return "chatml";

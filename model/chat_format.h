@@ -5,7 +5,9 @@
 // layout starts with BOS (Llama 2 "<s>", Llama 3 "<|begin_of_text|>", Gemma "<bos>") write it themselves.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tpserve {
@@ -26,6 +28,10 @@ enum class ChatFormat {
 // The format a Jinja chat template implements, by the markers it writes; ChatML when none match
 // (also for an empty template).
 ChatFormat DetectChatFormat(const std::string& chat_template);
+// The same for a model file: by its template when it has one, else by the turn markers its vocabulary
+// holds (`has_token(piece)`): <start_of_turn> Gemma, <|start_header_id|> Llama 3, <|im_start|> ChatML,
+// <|user|> with <|end|> Phi-3; ChatML when none (files without a template: Gemma 3 270M's GGUF).
+ChatFormat DetectChatFormat(const std::string& chat_template, const std::function<bool(std::string_view)>& has_token);
 const char* ChatFormatName(ChatFormat format);
 
 // The system prompt a ChatML template inserts when the conversation does not start with one

@@ -21,13 +21,7 @@ int64_t VectorBytes(const std::vector<float>& v) { return static_cast<int64_t>(v
 
 // A replicated 1-D weight (a norm) as f32.
 StatusOr<std::vector<float>> LoadVector(const WeightSource& weights, const std::string& name, int64_t size) {
-  const TensorInfo* info = weights.Find(name);
-  if (info == nullptr) return NotFound("model has no tensor " + name);
-  if (info->shape.size() != 1 || info->shape[0] != size) {
-    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
-  }
-  ASSIGN_OR_RETURN(HostTensor tensor, weights.Read(name));
-  return tensor.ToF32();
+  return LoadVectorSlice(weights, name, size, 0, size);
 }
 
 template <typename T>

@@ -7,22 +7,6 @@
 #include "worker/parallel_linear.h"
 
 namespace tpserve {
-namespace {
-
-// Elements [begin, end) of the F32-convertible vector `name` of `size` elements.
-StatusOr<std::vector<float>> LoadBias(const WeightSource& weights, const std::string& name, int64_t size,
-                                      int64_t begin, int64_t end) {
-  const TensorInfo* info = weights.Find(name);
-  if (info == nullptr) return NotFound("model has no tensor " + name);
-  if (info->shape.size() != 1 || info->shape[0] != size) {
-    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
-  }
-  if (begin == end) return std::vector<float>();
-  ASSIGN_OR_RETURN(HostTensor slice, weights.ReadCols(name, begin, end));
-  return slice.ToF32();
-}
-
-}  // namespace
 
 StatusOr<MergedColumnParallelLinear> MergedColumnParallelLinear::Load(const WeightSource& weights,
                                                                       const std::vector<Part>& parts,
@@ -38,7 +22,7 @@ StatusOr<MergedColumnParallelLinear> MergedColumnParallelLinear::Load(const Weig
     slices.push_back(std::move(slice));
     std::vector<float> bias;
     if (!part.bias.empty()) {
-      ASSIGN_OR_RETURN(bias, LoadBias(weights, part.bias, part.out_features, part.row_begin, part.row_end));
+      ASSIGN_OR_RETURN(bias, LoadVectorSlice(weights, part.bias, part.out_features, part.row_begin, part.row_end));
     }
     layer.biases_.push_back(std::move(bias));
   }

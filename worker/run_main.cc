@@ -98,7 +98,8 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
     std::string text = flags.prompt;
     bool add_bos = config.add_bos;
     if (flags.chat) {
-      const ChatFormat format = DetectChatFormat(config.chat_template);
+      const ChatFormat format = DetectChatFormat(
+          config.chat_template, [&](std::string_view piece) { return tokenizer->TokenId(piece).has_value(); });
       text = RenderChat(format, {ChatMessage{"user", flags.prompt}}, /*add_generation_prompt=*/true);
       add_bos = false;  // as PromptBuilder: a format that starts with BOS (Gemma's <bos>) writes it
       if (std::optional<int32_t> eot = tokenizer->TokenId(EndOfTurnToken(format))) end_of_turn = *eot;

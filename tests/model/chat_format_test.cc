@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -119,6 +120,15 @@ TEST(ChatFormatTest, DetectAndEndOfTurn) {
   EXPECT_EQ(DetectChatFormat("{{ '<start_of_turn>' + role + '\\n' }}"), ChatFormat::kGemma);
   EXPECT_EQ(DetectChatFormat("{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}"), ChatFormat::kPhi3);
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kGemma), "<end_of_turn>");
+  // Without a template, by the vocabulary's turn markers; the template wins when there is one.
+  auto vocab = [](std::vector<std::string> pieces) {
+    return [pieces](std::string_view p) { return std::find(pieces.begin(), pieces.end(), p) != pieces.end(); };
+  };
+  EXPECT_EQ(DetectChatFormat("", vocab({"<bos>", "<start_of_turn>", "<end_of_turn>"})), ChatFormat::kGemma);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<|user|>", "<|end|>", "<|assistant|>"})), ChatFormat::kPhi3);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<|start_header_id|>"})), ChatFormat::kLlama3);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<s>"})), ChatFormat::kChatML);
+  EXPECT_EQ(DetectChatFormat(kSmolLmTemplate, vocab({"<start_of_turn>"})), ChatFormat::kChatML);
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kPhi3), "<|end|>");
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kChatML), "<|im_end|>");
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kLlama2), "</s>");
