@@ -409,6 +409,34 @@ TEST(SpmTokenizerTest, GemmaStyleFromGgufMatchesHfTokenizers) {
   ExpectGolden(**tok, "hf_gemma_tiny");
 }
 
+// Phi-3: whitespace after its turn markers is dropped (llama.cpp's rule, keyed on general.name as it keys
+// it; HF marks those added tokens rstrip), but not after <s> or <|endoftext|>, nor for other models.
+TEST(SpmTokenizerTest, Phi3SpecialTokensStripTheWhitespaceAfterThem) {
+  TokenizerVocab v = HandMadeSpmVocab();
+  for (const char* piece : {"<|user|>", "<|end|>", "<|endoftext|>"}) {
+    v.pieces.push_back(piece);
+    v.types.push_back(TokenType::kControl);
+    v.scores.push_back(0);
+  }
+  const int32_t user = static_cast<int32_t>(v.pieces.size()) - 3, end = user + 1, eot = user + 2;
+  auto phi3 = LoadGgufTokenizer(
+      WriteTokenizerGguf("phi3", v, [](GgufWriter& w) { w.SetString("general.name", "Phi-3-mini-4k-instruct"); }));
+  auto other = LoadGgufTokenizer(WriteTokenizerGguf("other", v, [](GgufWriter& w) { w.SetString("general.name", "x"); }));
+  ASSERT_TRUE(phi3.ok() && other.ok());
+  const std::string text = "<|user|>\n hello<|end|>\n<|endoftext|> hello";
+  const std::vector<int32_t> stripped = (*phi3)->Encode(text, false);
+  const std::vector<int32_t> kept = (*other)->Encode(text, false);
+  // <|user|> then "hello" as if the text started there; <|end|> directly followed by <|endoftext|>, whose
+  // following space stays.
+  std::vector<int32_t> want = {user};
+  for (int32_t id : (*phi3)->Encode("hello", false)) want.push_back(id);
+  want.push_back(end);
+  want.push_back(eot);
+  for (int32_t id : (*phi3)->Encode(" hello", false)) want.push_back(id);
+  EXPECT_EQ(stripped, want);
+  EXPECT_GT(kept.size(), stripped.size());  // another model keeps the newlines and the space
+}
+
 TEST(TokenizerTest, FromGgufErrors) {
   const TokenizerVocab v = HandMadeSpmVocab();
   auto code = [&](const std::string& name, const std::function<void(GgufWriter&)>& edit) {
