@@ -1,7 +1,8 @@
 // Synthetic checkpoints: seeded random weights of any shape and architecture (model/architecture.h),
 // written as a GGUF file (every architecture, with its own tensors and metadata keys) or, for llama
-// without a sliding window, as a Hugging Face safetensors directory holding the same model, streaming (one chunk of rows in
-// memory at a time), so multi-GB models can be written on the fly by benchmarks and tests.
+// without a sliding window, as a Hugging Face safetensors directory holding the same model, streaming
+// (one chunk of rows in memory at a time), so multi-GB models can be written on the fly by benchmarks
+// and tests.
 //
 // Weights: every matrix element is uniform with standard deviation 1/sqrt(fan_in) (fan_in = the
 // input features, i.e. the columns), so activations keep their scale through many layers; norm

@@ -421,7 +421,8 @@ TEST(SpmTokenizerTest, Phi3SpecialTokensStripTheWhitespaceAfterThem) {
   const int32_t user = static_cast<int32_t>(v.pieces.size()) - 3, end = user + 1, eot = user + 2;
   auto phi3 = LoadGgufTokenizer(
       WriteTokenizerGguf("phi3", v, [](GgufWriter& w) { w.SetString("general.name", "Phi-3-mini-4k-instruct"); }));
-  auto other = LoadGgufTokenizer(WriteTokenizerGguf("other", v, [](GgufWriter& w) { w.SetString("general.name", "x"); }));
+  auto other =
+      LoadGgufTokenizer(WriteTokenizerGguf("other", v, [](GgufWriter& w) { w.SetString("general.name", "x"); }));
   ASSERT_TRUE(phi3.ok() && other.ok());
   const std::string text = "<|user|>\n hello<|end|>\n<|endoftext|> hello";
   const std::vector<int32_t> stripped = (*phi3)->Encode(text, false);

@@ -1,8 +1,9 @@
 // Every architecture from its synthetic GGUF file (tpserve-mkmodel's writer, read back through
-// ModelFile and the config reader): the engine's logits within 1e-4 (float weights; 3e-2 quantised,
-// whose activations are rounded to 8 bits too) of the independent float64 reference (tests/testing/reference_llama, which writes each architecture's features itself), with
-// sliding windows smaller than the sequence, and bitwise the same at TP 1, 2, 3 and 4 (Gemma 3's single
-// KV head replicated on every rank at TP 4).
+// ModelFile and the config reader): the engine's logits within 1e-4 (float weights; 3e-2 to 5e-2
+// quantised, whose activations are rounded to 8 bits too) of the independent float64 reference
+// (tests/testing/reference_llama, which writes each architecture's features itself), with sliding
+// windows smaller than the sequence, and bitwise the same at TP 1, 2, 3 and 4 (Gemma 3's single KV head
+// replicated on every rank at TP 4).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
