@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real model prints the same ids at every TP degree: SmolLM2 Q4_1 through tpserve-run, 64 tokens
+# A real model prints the same ids at every TP degree (SmolLM2 Q4_1, Gemma 3 270M): tpserve-run, 64 tokens
 # for three greedy prompts and one seeded sampling run (temperature 0.8), at --tp 2, 3 and 4 against
 # --tp 1. Exact equality holds because the row-parallel sums are fixed point (kernels/cpu/
 # matmul_fixed_point.h). Exit 0 when every run matches, 1 when not, 77 (skipped) without the model.
