@@ -11,6 +11,7 @@
 #include "common/json.h"
 #include "model/gguf_writer.h"
 #include "model/model_tensors.h"
+#include "model/safetensors_dir.h"
 
 namespace tpserve {
 namespace {
@@ -27,34 +28,15 @@ struct SynthTensor {
   int qk_heads;    // heads whose rows GGUF permutes (Q: num_heads, K: num_kv_heads), 0 otherwise
 };
 
-// The Hugging Face name of a llama GGUF tensor ("" for a name outside llama's set).
-std::string HfName(const std::string& gguf) {
-  static const std::pair<const char*, const char*> kLayer[] = {
-      {"attn_norm.weight", "input_layernorm.weight"},       {"attn_q.weight", "self_attn.q_proj.weight"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},         {"attn_v.weight", "self_attn.v_proj.weight"},
-      {"attn_output.weight", "self_attn.o_proj.weight"},    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},          {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"}};
-  if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
-  if (gguf == "output_norm.weight") return "model.norm.weight";
-  if (gguf == "output.weight") return "lm_head.weight";
-  const size_t dot = gguf.find('.', 4);  // "blk.N."
-  if (gguf.rfind("blk.", 0) != 0 || dot == std::string::npos) return "";
-  const std::string layer = gguf.substr(4, dot - 4), rest = gguf.substr(dot + 1);
-  for (const auto& [g, hf] : kLayer) {
-    if (rest == g) return "model.layers." + layer + "." + hf;
-  }
-  return "";
-}
-
 // The model's tensors (ModelTensors) with their HF names and, for Q and K, the heads whose rows the
-// llama GGUF permutes.
+// llama GGUF permutes (the other architectures' GGUFs keep HF's row order).
 std::vector<SynthTensor> SyntheticTensors(const ModelConfig& c) {
   std::vector<SynthTensor> out;
+  const bool is_llama = c.architecture == "llama";
   for (const ModelTensor& m : ModelTensors(c)) {
-    SynthTensor t{m.name, HfName(m.name), m.is_vector() ? 1 : m.shape[0], m.shape.back(), m.is_vector(), 0};
-    if (m.name.ends_with(".attn_q.weight")) t.qk_heads = c.num_heads;
-    if (m.name.ends_with(".attn_k.weight")) t.qk_heads = c.num_kv_heads;
+    SynthTensor t{m.name, GgufToHfName(m.name), m.is_vector() ? 1 : m.shape[0], m.shape.back(), m.is_vector(), 0};
+    if (is_llama && m.name.ends_with(".attn_q.weight")) t.qk_heads = c.num_heads;
+    if (is_llama && m.name.ends_with(".attn_k.weight")) t.qk_heads = c.num_kv_heads;
     out.push_back(std::move(t));
   }
   return out;
@@ -149,10 +131,17 @@ JsonValue FloatJson(float f) {
 JsonValue HfConfigJson(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   JsonValue j = JsonValue::Object();
+  // llama with a window is written as Mistral (whose config carries one); qwen2 and qwen3 as themselves.
+  const std::string model_type = c.architecture == "llama" && c.sliding_window > 0 ? "mistral" : c.architecture;
+  const char* class_name = model_type == "mistral" ? "MistralForCausalLM"
+                           : model_type == "qwen2" ? "Qwen2ForCausalLM"
+                           : model_type == "qwen3" ? "Qwen3ForCausalLM"
+                                                   : "LlamaForCausalLM";
   JsonValue arch = JsonValue::Array();
-  arch.Append(JsonValue::String("LlamaForCausalLM"));
+  arch.Append(JsonValue::String(class_name));
   j.Set("architectures", std::move(arch));
-  j.Set("model_type", JsonValue::String("llama"));
+  j.Set("model_type", JsonValue::String(model_type));
+  if (c.sliding_window > 0) j.Set("sliding_window", JsonValue::Int(c.sliding_window));
   j.Set("hidden_act", JsonValue::String("silu"));
   j.Set("hidden_size", JsonValue::Int(c.hidden_size));
   j.Set("intermediate_size", JsonValue::Int(c.ffn_size));
@@ -524,9 +513,12 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
 
 Status WriteSyntheticHfDir(const SyntheticModelOptions& o, const std::string& dir) {
   RETURN_IF_ERROR(CheckOptions(o));
-  if (o.config.architecture != "llama" || o.config.sliding_window > 0 || o.config.rope_scaling.linear_factor != 1) {
-    return Unimplemented("synthetic model: the safetensors writer writes llama without a sliding window; write " +
-                         o.config.architecture + " as GGUF");
+  const ModelConfig& c = o.config;
+  const bool is_qwen = c.architecture == "qwen2" || c.architecture == "qwen3";
+  if ((c.architecture != "llama" && !is_qwen) || (is_qwen && c.sliding_window > 0) ||
+      c.rope_scaling.linear_factor != 1) {
+    return Unimplemented("synthetic model: the safetensors writer writes llama (Mistral with a window), qwen2 and "
+                         "qwen3 without a window; write " + c.architecture + " as GGUF");
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

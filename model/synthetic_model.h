@@ -1,6 +1,7 @@
 // Synthetic checkpoints: seeded random weights of any shape and architecture (model/architecture.h),
 // written as a GGUF file (every architecture, with its own tensors and metadata keys) or, for llama
-// without a sliding window, as a Hugging Face safetensors directory holding the same model, streaming
+// (Mistral when it has a window), qwen2 and qwen3, as a Hugging Face safetensors directory holding the
+// same model, streaming
 // (one chunk of rows in memory at a time), so multi-GB models can be written on the fly by benchmarks
 // and tests.
 //
@@ -54,7 +55,7 @@ SyntheticVocab MakeSyntheticVocab(int vocab_size);
 // INTERNAL on I/O errors.
 Status WriteSyntheticGguf(const SyntheticModelOptions& options, const std::string& path);
 
-// UNIMPLEMENTED for another architecture than llama, a sliding window or linear RoPE scaling.
+// UNIMPLEMENTED for phi3 and gemma3, a Qwen window or linear RoPE scaling.
 // Writes DIR/config.json and DIR/model.safetensors (or model-0000K-of-0000N.safetensors shards plus
 // model.safetensors.index.json when max_shard_bytes is set), creating DIR if needed, plus a
 // Llama-2-style DIR/tokenizer.json (SentencePiece BPE with byte fallback; merge ranks follow the
