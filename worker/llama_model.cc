@@ -9,19 +9,22 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/silu_mul.h"
+#include "worker/layer_weights.h"
 
 namespace tpserve {
 namespace {
-
-std::string BlockName(int layer, const char* what, const char* kind = "weight") {
-  return "blk." + std::to_string(layer) + "." + what + "." + kind;
-}
 
 int64_t VectorBytes(const std::vector<float>& v) { return static_cast<int64_t>(v.size() * sizeof(float)); }
 
 // A replicated 1-D weight (a norm) as f32.
 StatusOr<std::vector<float>> LoadVector(const WeightSource& weights, const std::string& name, int64_t size) {
   return LoadVectorSlice(weights, name, size, 0, size);
+}
+
+// The same, or empty when the architecture has no such weight (name "").
+StatusOr<std::vector<float>> LoadOptionalVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  if (name.empty()) return std::vector<float>();
+  return LoadVector(weights, name, size);
 }
 
 template <typename T>
@@ -33,59 +36,25 @@ void Grow(std::vector<T>& v, size_t n) {
 
 StatusOr<LlamaModel::Layer> LlamaModel::LoadLayer(const ModelConfig& config, const WeightSource& weights,
                                                   const ShardPlan& shard, int l, bool merge_column_parallel) {
-  const Architecture& arch = config.arch();
+  const LayerWeights plan = PlanLayerWeights(config, shard, l);
   const int64_t hidden = config.hidden_size;
-  const int64_t head_dim = config.head_dim;
-  const int64_t q_rows = int64_t{config.num_heads} * head_dim;
-  const int64_t kv_rows = int64_t{config.num_kv_heads} * head_dim;
-  const int64_t ffn = config.ffn_size;
   Layer layer;
-  ASSIGN_OR_RETURN(layer.attn_norm, LoadVector(weights, BlockName(l, "attn_norm"), hidden));
-  std::vector<MergedColumnParallelLinear::Part> qkv;
-  if (arch.fused_qkv) {
-    // One [Q; K; V] tensor: each part's rows sit at its offset, this rank's heads of each.
-    const std::string name = BlockName(l, "attn_qkv");
-    const int64_t total = q_rows + 2 * kv_rows;
-    qkv = {{name, total, shard.q_row_begin(), shard.q_row_end()},
-           {name, total, q_rows + shard.kv_row_begin(), q_rows + shard.kv_row_end()},
-           {name, total, q_rows + kv_rows + shard.kv_row_begin(), q_rows + kv_rows + shard.kv_row_end()}};
-  } else {
-    qkv = {{BlockName(l, "attn_q"), q_rows, shard.q_row_begin(), shard.q_row_end()},
-           {BlockName(l, "attn_k"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()},
-           {BlockName(l, "attn_v"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()}};
-    if (arch.qkv_bias) {
-      qkv[0].bias = BlockName(l, "attn_q", "bias");
-      qkv[1].bias = BlockName(l, "attn_k", "bias");
-      qkv[2].bias = BlockName(l, "attn_v", "bias");
-    }
-  }
-  ASSIGN_OR_RETURN(layer.qkv, MergedColumnParallelLinear::Load(weights, qkv, hidden, merge_column_parallel));
-  if (arch.qk_norm) {
-    ASSIGN_OR_RETURN(layer.q_norm, LoadVector(weights, BlockName(l, "attn_q_norm"), head_dim));
-    ASSIGN_OR_RETURN(layer.k_norm, LoadVector(weights, BlockName(l, "attn_k_norm"), head_dim));
-  }
-  ASSIGN_OR_RETURN(layer.o, RowParallelLinear::Load(weights, BlockName(l, "attn_output"), hidden, q_rows,
-                                                    shard.q_row_begin(), shard.q_row_end()));
-  ASSIGN_OR_RETURN(layer.ffn_norm, LoadVector(weights, BlockName(l, "ffn_norm"), hidden));
-  std::vector<MergedColumnParallelLinear::Part> gate_up;
-  if (arch.fused_gate_up) {
-    // One [gate; up] tensor named ffn_up: this rank's columns of each half.
-    const std::string name = BlockName(l, "ffn_up");
-    gate_up = {{name, 2 * ffn, shard.ffn_begin, shard.ffn_end}, {name, 2 * ffn, ffn + shard.ffn_begin, ffn + shard.ffn_end}};
-  } else {
-    gate_up = {{BlockName(l, "ffn_gate"), ffn, shard.ffn_begin, shard.ffn_end},
-               {BlockName(l, "ffn_up"), ffn, shard.ffn_begin, shard.ffn_end}};
-  }
-  ASSIGN_OR_RETURN(layer.gate_up, MergedColumnParallelLinear::Load(weights, gate_up, hidden, merge_column_parallel));
-  ASSIGN_OR_RETURN(layer.down, RowParallelLinear::Load(weights, BlockName(l, "ffn_down"), hidden, ffn,
+  ASSIGN_OR_RETURN(layer.attn_norm, LoadVector(weights, plan.attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.qkv, MergedColumnParallelLinear::Load(weights, plan.qkv, hidden, merge_column_parallel));
+  ASSIGN_OR_RETURN(layer.q_norm, LoadOptionalVector(weights, plan.q_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.k_norm, LoadOptionalVector(weights, plan.k_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.o, RowParallelLinear::Load(weights, plan.attn_output, hidden,
+                                                    int64_t{config.num_heads} * config.head_dim, shard.q_row_begin(),
+                                                    shard.q_row_end()));
+  ASSIGN_OR_RETURN(layer.post_attn_norm, LoadOptionalVector(weights, plan.post_attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.ffn_norm, LoadVector(weights, plan.ffn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.gate_up,
+                   MergedColumnParallelLinear::Load(weights, plan.gate_up, hidden, merge_column_parallel));
+  ASSIGN_OR_RETURN(layer.down, RowParallelLinear::Load(weights, plan.ffn_down, hidden, config.ffn_size,
                                                        shard.ffn_begin, shard.ffn_end));
-  if (arch.post_norms) {
-    ASSIGN_OR_RETURN(layer.post_attn_norm, LoadVector(weights, BlockName(l, "post_attention_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadVector(weights, BlockName(l, "post_ffw_norm"), hidden));
-  }
-  layer.inv_freq = config.RopeInverseFrequencies(l);
-  CHECK_EQ(static_cast<int64_t>(layer.inv_freq.size()), head_dim / 2);
-  layer.sliding_window = config.IsSlidingLayer(l) ? config.sliding_window : 0;
+  ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadOptionalVector(weights, plan.post_ffn_norm, hidden));
+  layer.inv_freq = plan.inv_freq;
+  layer.sliding_window = plan.sliding_window;
   return layer;
 }
 

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "model/model_file.h"

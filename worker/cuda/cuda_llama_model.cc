@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/ops.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/layer_weights.h"
 #include "worker/parallel_linear.h"
 
 namespace tpserve {
@@ -12,10 +13,6 @@ namespace {
 
 // Largest head_dim the CUDA paged attention takes (kernels/cuda/paged_attention.cu).
 constexpr int kMaxCudaHeadDim = 256;
-
-std::string BlockName(int layer, const char* what, const char* kind = "weight") {
-  return "blk." + std::to_string(layer) + "." + what + "." + kind;
-}
 
 // Elements [begin, end) of a 1-D weight (a norm, this rank's rows of a bias) as f32 on the device.
 StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size,
@@ -26,6 +23,12 @@ StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::
 
 StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
   return LoadDeviceVector(weights, name, size, 0, size);
+}
+
+// The same, or an empty buffer when the architecture has no such weight (name "").
+StatusOr<DeviceBuffer> LoadOptionalDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  if (name.empty()) return DeviceBuffer();
+  return LoadDeviceVector(weights, name, size);
 }
 
 Status GrowFloats(DeviceBuffer& buffer, int64_t count, const char* what) {
@@ -58,69 +61,38 @@ int64_t CudaLlamaModel::Layer::bytes() const {
 
 StatusOr<CudaLlamaModel::Layer> CudaLlamaModel::LoadLayer(const ModelConfig& config, const WeightSource& weights,
                                                           const ShardPlan& shard, int l) {
-  const Architecture& arch = config.arch();
+  const LayerWeights plan = PlanLayerWeights(config, shard, l);
   const int64_t hidden = config.hidden_size;
-  const int64_t head_dim = config.head_dim;
-  const int64_t q_rows = int64_t{config.num_heads} * head_dim;
-  const int64_t kv_rows = int64_t{config.num_kv_heads} * head_dim;
-  const int64_t ffn = config.ffn_size;
+  // A column-parallel part: its rows of its (possibly fused) tensor, and its bias rows if any.
+  auto load_part = [&](const MergedColumnParallelLinear::Part& part, DeviceMatrix* matrix,
+                       DeviceBuffer* bias) -> Status {
+    ASSIGN_OR_RETURN(*matrix, LoadMatrix(weights, part.name, part.out_features, hidden, part.row_begin, part.row_end,
+                                         0, hidden));
+    if (!part.bias.empty()) {
+      ASSIGN_OR_RETURN(*bias, LoadDeviceVector(weights, part.bias, part.out_features, part.row_begin, part.row_end));
+    }
+    return OkStatus();
+  };
   Layer layer;
-  ASSIGN_OR_RETURN(layer.attn_norm, LoadDeviceVector(weights, BlockName(l, "attn_norm"), hidden));
-  if (arch.fused_qkv) {  // this rank's heads of each of Q, K, V inside attn_qkv [Q; K; V]
-    const std::string name = BlockName(l, "attn_qkv");
-    const int64_t total = q_rows + 2 * kv_rows;
-    ASSIGN_OR_RETURN(layer.q, LoadMatrix(weights, name, total, hidden, shard.q_row_begin(), shard.q_row_end(), 0,
-                                         hidden));
-    ASSIGN_OR_RETURN(layer.k, LoadMatrix(weights, name, total, hidden, q_rows + shard.kv_row_begin(),
-                                         q_rows + shard.kv_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.v, LoadMatrix(weights, name, total, hidden, q_rows + kv_rows + shard.kv_row_begin(),
-                                         q_rows + kv_rows + shard.kv_row_end(), 0, hidden));
-  } else {
-    ASSIGN_OR_RETURN(layer.q, LoadMatrix(weights, BlockName(l, "attn_q"), q_rows, hidden, shard.q_row_begin(),
-                                         shard.q_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.k, LoadMatrix(weights, BlockName(l, "attn_k"), kv_rows, hidden, shard.kv_row_begin(),
-                                         shard.kv_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.v, LoadMatrix(weights, BlockName(l, "attn_v"), kv_rows, hidden, shard.kv_row_begin(),
-                                         shard.kv_row_end(), 0, hidden));
-  }
-  if (arch.qkv_bias) {
-    ASSIGN_OR_RETURN(layer.q_bias, LoadDeviceVector(weights, BlockName(l, "attn_q", "bias"), q_rows,
-                                                    shard.q_row_begin(), shard.q_row_end()));
-    ASSIGN_OR_RETURN(layer.k_bias, LoadDeviceVector(weights, BlockName(l, "attn_k", "bias"), kv_rows,
-                                                    shard.kv_row_begin(), shard.kv_row_end()));
-    ASSIGN_OR_RETURN(layer.v_bias, LoadDeviceVector(weights, BlockName(l, "attn_v", "bias"), kv_rows,
-                                                    shard.kv_row_begin(), shard.kv_row_end()));
-  }
-  if (arch.qk_norm) {
-    ASSIGN_OR_RETURN(layer.q_norm, LoadDeviceVector(weights, BlockName(l, "attn_q_norm"), head_dim));
-    ASSIGN_OR_RETURN(layer.k_norm, LoadDeviceVector(weights, BlockName(l, "attn_k_norm"), head_dim));
-  }
-  ASSIGN_OR_RETURN(layer.o, LoadMatrix(weights, BlockName(l, "attn_output"), hidden, q_rows, 0, hidden,
-                                       shard.q_row_begin(), shard.q_row_end()));
-  ASSIGN_OR_RETURN(layer.ffn_norm, LoadDeviceVector(weights, BlockName(l, "ffn_norm"), hidden));
-  if (arch.fused_gate_up) {  // this rank's columns of each half of ffn_up [gate; up]
-    const std::string name = BlockName(l, "ffn_up");
-    ASSIGN_OR_RETURN(layer.gate,
-                     LoadMatrix(weights, name, 2 * ffn, hidden, shard.ffn_begin, shard.ffn_end, 0, hidden));
-    ASSIGN_OR_RETURN(layer.up, LoadMatrix(weights, name, 2 * ffn, hidden, ffn + shard.ffn_begin,
-                                          ffn + shard.ffn_end, 0, hidden));
-  } else {
-    ASSIGN_OR_RETURN(layer.gate, LoadMatrix(weights, BlockName(l, "ffn_gate"), ffn, hidden, shard.ffn_begin,
-                                            shard.ffn_end, 0, hidden));
-    ASSIGN_OR_RETURN(layer.up, LoadMatrix(weights, BlockName(l, "ffn_up"), ffn, hidden, shard.ffn_begin,
-                                          shard.ffn_end, 0, hidden));
-  }
-  ASSIGN_OR_RETURN(layer.down, LoadMatrix(weights, BlockName(l, "ffn_down"), hidden, ffn, 0, hidden, shard.ffn_begin,
+  DeviceBuffer no_bias;  // gate and up have none
+  ASSIGN_OR_RETURN(layer.attn_norm, LoadDeviceVector(weights, plan.attn_norm, hidden));
+  RETURN_IF_ERROR(load_part(plan.qkv[0], &layer.q, &layer.q_bias));
+  RETURN_IF_ERROR(load_part(plan.qkv[1], &layer.k, &layer.k_bias));
+  RETURN_IF_ERROR(load_part(plan.qkv[2], &layer.v, &layer.v_bias));
+  ASSIGN_OR_RETURN(layer.q_norm, LoadOptionalDeviceVector(weights, plan.q_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.k_norm, LoadOptionalDeviceVector(weights, plan.k_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.o, LoadMatrix(weights, plan.attn_output, hidden, int64_t{config.num_heads} * config.head_dim,
+                                       0, hidden, shard.q_row_begin(), shard.q_row_end()));
+  ASSIGN_OR_RETURN(layer.post_attn_norm, LoadOptionalDeviceVector(weights, plan.post_attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.ffn_norm, LoadDeviceVector(weights, plan.ffn_norm, hidden));
+  RETURN_IF_ERROR(load_part(plan.gate_up[0], &layer.gate, &no_bias));
+  RETURN_IF_ERROR(load_part(plan.gate_up[1], &layer.up, &no_bias));
+  ASSIGN_OR_RETURN(layer.down, LoadMatrix(weights, plan.ffn_down, hidden, config.ffn_size, 0, hidden, shard.ffn_begin,
                                           shard.ffn_end));
-  if (arch.post_norms) {
-    ASSIGN_OR_RETURN(layer.post_attn_norm, LoadDeviceVector(weights, BlockName(l, "post_attention_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadDeviceVector(weights, BlockName(l, "post_ffw_norm"), hidden));
-  }
-  const std::vector<float> inv_freq = config.RopeInverseFrequencies(l);
-  CHECK_EQ(static_cast<int64_t>(inv_freq.size()), head_dim / 2);
-  ASSIGN_OR_RETURN(layer.inv_freq, DeviceBuffer::FromHost(inv_freq.data(), inv_freq.size() * sizeof(float),
+  ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadOptionalDeviceVector(weights, plan.post_ffn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.inv_freq, DeviceBuffer::FromHost(plan.inv_freq.data(), plan.inv_freq.size() * sizeof(float),
                                                           "RoPE inverse frequencies"));
-  layer.sliding_window = config.IsSlidingLayer(l) ? config.sliding_window : 0;
+  layer.sliding_window = plan.sliding_window;
   return layer;
 }
 
