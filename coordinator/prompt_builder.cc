@@ -4,7 +4,8 @@ namespace tpserve {
 
 PromptBuilder::PromptBuilder(const Tokenizer* tokenizer) : tokenizer_(tokenizer) {
   if (tokenizer_ == nullptr) return;
-  chat_format_ = DetectChatFormat(tokenizer_->chat_template());
+  chat_format_ = DetectChatFormat(tokenizer_->chat_template(),
+                                  [this](std::string_view piece) { return tokenizer_->TokenId(piece).has_value(); });
   default_system_ = DefaultSystemPrompt(tokenizer_->chat_template());
   std::optional<int32_t> eot = tokenizer_->TokenId(EndOfTurnToken(chat_format_));
   end_of_turn_id_ = eot ? *eot : tokenizer_->eot_id();

@@ -59,12 +59,56 @@ std::string RenderLlama3(const std::vector<ChatMessage>& messages, bool add_gene
   return out;
 }
 
+// Gemma 3's template: BOS, then turns <start_of_turn>role\n...<end_of_turn>\n with the assistant named
+// "model"; a leading system message becomes the first turn's prefix.
+std::string RenderGemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  std::string out = "<bos>";
+  size_t first = 0;
+  std::string prefix;
+  if (!messages.empty() && messages[0].role == "system") {
+    prefix = messages[0].content + "\n\n";
+    first = 1;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const std::string& role = messages[i].role == "assistant" ? "model" : messages[i].role;
+    out.append("<start_of_turn>").append(role).append("\n");
+    if (i == first) out += prefix;
+    out.append(Strip(messages[i].content)).append("<end_of_turn>\n");
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// Phi-3-mini's template: <|role|>\ncontent<|end|>\n for system, user and assistant turns.
+std::string RenderPhi3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") continue;
+    out.append("<|").append(m.role).append("|>\n").append(m.content).append("<|end|>\n");
+  }
+  out += add_generation_prompt ? "<|assistant|>\n" : "<|endoftext|>";
+  return out;
+}
+
 }  // namespace
 
 ChatFormat DetectChatFormat(const std::string& chat_template) {
   if (chat_template.find("<|start_header_id|>") != std::string::npos) return ChatFormat::kLlama3;
   if (chat_template.find("<|im_start|>") != std::string::npos) return ChatFormat::kChatML;
   if (chat_template.find("[INST]") != std::string::npos) return ChatFormat::kLlama2;
+  if (chat_template.find("<start_of_turn>") != std::string::npos) return ChatFormat::kGemma;
+  if (chat_template.find("<|user|>") != std::string::npos && chat_template.find("<|end|>") != std::string::npos) {
+    return ChatFormat::kPhi3;
+  }
+  return ChatFormat::kChatML;
+}
+
+ChatFormat DetectChatFormat(const std::string& chat_template, const std::function<bool(std::string_view)>& has_token) {
+  if (!chat_template.empty()) return DetectChatFormat(chat_template);
+  if (has_token("<start_of_turn>")) return ChatFormat::kGemma;
+  if (has_token("<|start_header_id|>")) return ChatFormat::kLlama3;
+  if (has_token("<|im_start|>")) return ChatFormat::kChatML;
+  if (has_token("<|user|>") && has_token("<|end|>")) return ChatFormat::kPhi3;
   return ChatFormat::kChatML;
 }
 
@@ -73,6 +117,8 @@ const char* ChatFormatName(ChatFormat format) {
     case ChatFormat::kChatML: return "chatml";
     case ChatFormat::kLlama2: return "llama2";
     case ChatFormat::kLlama3: return "llama3";
+    case ChatFormat::kGemma: return "gemma";
+    case ChatFormat::kPhi3: return "phi3";
   }
   return "?";
 }
@@ -106,6 +152,8 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatMessage>& messag
     case ChatFormat::kChatML: return RenderChatML(messages, add_generation_prompt, default_system);
     case ChatFormat::kLlama2: return RenderLlama2(messages);
     case ChatFormat::kLlama3: return RenderLlama3(messages, add_generation_prompt);
+    case ChatFormat::kGemma: return RenderGemma(messages, add_generation_prompt);
+    case ChatFormat::kPhi3: return RenderPhi3(messages, add_generation_prompt);
   }
   return "";
 }
@@ -115,6 +163,8 @@ const char* EndOfTurnToken(ChatFormat format) {
     case ChatFormat::kChatML: return "<|im_end|>";
     case ChatFormat::kLlama2: return "</s>";
     case ChatFormat::kLlama3: return "<|eot_id|>";
+    case ChatFormat::kGemma: return "<end_of_turn>";
+    case ChatFormat::kPhi3: return "<|end|>";
   }
   return "";
 }

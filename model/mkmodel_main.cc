@@ -1,9 +1,11 @@
-// tpserve-mkmodel: writes a synthetic Llama model (seeded random weights) as GGUF or as a Hugging
-// Face safetensors directory. Example:
+// tpserve-mkmodel: writes a synthetic model (seeded random weights) of any supported architecture as
+// GGUF, or a llama one as a Hugging Face safetensors directory. Example:
 //   tpserve-mkmodel --out /tmp/m.gguf --layers 2 --hidden 576 --heads 9 --kv-heads 3 --ffn 1536
 //                   --vocab 1000 --type q8_0 --seed 1
 //   tpserve-mkmodel --preset llama3-8b --type q4_0 --out /tmp/llama3-8b.gguf
 //   tpserve-mkmodel --preset tiny --format safetensors --out /tmp/tiny-hf
+//   tpserve-mkmodel --preset gemma3-270m --type q8_0 --out /tmp/gemma3.gguf
+//   tpserve-mkmodel --preset tiny --arch qwen2 --out /tmp/qwen2-tiny.gguf
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "common/command_line.h"
+#include "model/architecture.h"
 #include "model/synthetic_model.h"
 
 namespace tpserve {
@@ -32,18 +35,24 @@ struct ShapeFlag {
 };
 
 int Main(int argc, char** argv) {
-  CommandLine app("tpserve-mkmodel: writes a synthetic Llama model (seeded random weights) as GGUF or as a Hugging "
-               "Face safetensors directory.",
+  CommandLine app("tpserve-mkmodel: writes a synthetic model (seeded random weights) of any supported architecture "
+               "as GGUF, or a llama one as a Hugging Face safetensors directory.",
                "tpserve-mkmodel");
-  std::string out, format = "gguf", preset_name = "tiny", type_name;
+  std::string out, format = "gguf", preset_name = "tiny", type_name, arch_name;
+  int sliding_window = 0;
   uint64_t seed = 0;
   float rope_theta = 0, rms_eps = 0;
   int64_t shard_mb = 0;
   app.add_option("--out", out, "the .gguf file or the directory to write")->required();
   app.add_option("--format", format, "gguf or safetensors")->check(CLI::IsMember({"gguf", "safetensors"}))
       ->capture_default_str();
-  app.add_option("--preset", preset_name, "llama2-7b llama3-8b smollm2-135m llama-1b tiny (the flags below "
-                 "override its fields)")->capture_default_str();
+  app.add_option("--preset", preset_name, SyntheticPresetNames() + " (the flags below override its fields)")
+      ->capture_default_str();
+  CLI::Option* arch_option =
+      app.add_option("--arch", arch_name, SupportedArchitectures() + " (default: the preset's)");
+  CLI::Option* window_option = app.add_option("--sliding-window", sliding_window,
+                                              "attention window of the sliding layers (0: none)")
+                                   ->check(CLI::NonNegativeNumber);
   app.add_option("--type", type_name, "f32 f16 bf16 q8_0 q4_0 q4_1 (norms are always f32; safetensors stores "
                  "quantised weights as their dequantised f32 values)");
   CLI::Option* seed_option = app.add_option("--seed", seed, "weights seed");
@@ -69,10 +78,20 @@ int Main(int argc, char** argv) {
   o.config = *preset;
   if (!type_name.empty() && !ParseDType(type_name, &o.type)) return Fail("unknown --type " + type_name);
   ModelConfig& c = o.config;
+  if (arch_option->count() > 0) {
+    if (FindArchitecture(arch_name) == nullptr) {
+      return Fail("unknown --arch " + arch_name + " (" + SupportedArchitectures() + ")");
+    }
+    c.architecture = arch_name;
+  }
+  if (window_option->count() > 0) c.sliding_window = sliding_window;
   for (const ShapeFlag& f : shape) {
     if (f.option->count() > 0) c.*f.field = f.value;
   }
-  if (shape[4].option->count() == 0) c.head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;
+  // A new hidden size or head count implies head_dim = hidden / heads unless --head-dim says otherwise.
+  if (shape[4].option->count() == 0 && (shape[1].option->count() > 0 || shape[2].option->count() > 0)) {
+    c.head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;
+  }
   if (seed_option->count() > 0) o.seed = seed;
   if (rope_option->count() > 0) c.rope_theta = rope_theta;
   if (eps_option->count() > 0) c.rms_eps = rms_eps;
@@ -96,10 +115,10 @@ int Main(int argc, char** argv) {
   const int64_t h = c.hidden_size, kv = int64_t{c.num_kv_heads} * c.head_dim, q = int64_t{c.num_heads} * c.head_dim;
   const int64_t per_layer = h * q * 2 + h * kv * 2 + 3 * h * c.ffn_size + 2 * h;
   const int64_t params = c.num_layers * per_layer + int64_t{c.vocab_size} * h * (c.tied_embeddings ? 1 : 2) + h;
-  std::printf("wrote %s (%s, %s): L=%d hidden=%d heads=%d/%d D=%d ffn=%d V=%d, %.3f B params, %.1f MB in %.2f s "
+  std::printf("wrote %s (%s, %s, %s): L=%d hidden=%d heads=%d/%d D=%d ffn=%d V=%d, %.3f B params, %.1f MB in %.2f s "
               "(%.0f MB/s)\n",
-              out.c_str(), format.c_str(), DTypeName(o.type), c.num_layers, c.hidden_size, c.num_heads,
-              c.num_kv_heads, c.head_dim, c.ffn_size, c.vocab_size, params / 1e9, bytes / 1e6, secs,
+              out.c_str(), c.architecture.c_str(), format.c_str(), DTypeName(o.type), c.num_layers, c.hidden_size,
+              c.num_heads, c.num_kv_heads, c.head_dim, c.ffn_size, c.vocab_size, params / 1e9, bytes / 1e6, secs,
               bytes / 1e6 / secs);
   return 0;
 }

@@ -54,7 +54,9 @@ Status ReadRopeFreqFactors(const GgufFile& f, ModelConfig* c) {
 }  // namespace
 
 Status ModelConfig::Validate() const {
-  if (architecture != "llama") return Invalid("architecture", "\"" + architecture + "\" is not llama");
+  if (FindArchitecture(architecture) == nullptr) {
+    return Invalid("architecture", "\"" + architecture + "\" is not one of " + SupportedArchitectures());
+  }
   if (num_layers <= 0) return Invalid("num_layers", "must be positive");
   if (hidden_size <= 0) return Invalid("hidden_size", "must be positive");
   if (ffn_size <= 0) return Invalid("ffn_size", "must be positive");
@@ -69,6 +71,19 @@ Status ModelConfig::Validate() const {
   if (context_length <= 0) return Invalid("context_length", "must be positive");
   if (!(rope_theta > 0) || !std::isfinite(rope_theta)) return Invalid("rope_theta", "must be positive");
   if (!(rms_eps > 0) || !std::isfinite(rms_eps)) return Invalid("rms_eps", "must be positive");
+  if (sliding_window < 0) return Invalid("sliding_window", "must not be negative");
+  if (!(rope_theta_local >= 0) || !std::isfinite(rope_theta_local)) {
+    return Invalid("rope_theta_local", "must be positive (or 0: rope_theta)");
+  }
+  if (!(attention_scale >= 0) || !std::isfinite(attention_scale)) {
+    return Invalid("attention_scale", "must be positive (or 0: 1 / sqrt(head_dim))");
+  }
+  if (!(rope_scaling.linear_factor >= 1) || !std::isfinite(rope_scaling.linear_factor)) {
+    return Invalid("rope_scaling.linear_factor", "must be >= 1");
+  }
+  if (rope_scaling.enabled && rope_scaling.linear_factor != 1) {
+    return Invalid("rope_scaling", "is either llama3 or linear, not both");
+  }
   if (rope_scaling.enabled) {
     if (!(rope_scaling.factor >= 1)) return Invalid("rope_scaling.factor", "must be >= 1");
     if (!(rope_scaling.low_freq_factor > 0) || !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor)) {
@@ -92,10 +107,31 @@ Status ModelConfig::Validate() const {
   return OkStatus();
 }
 
-std::vector<float> ModelConfig::RopeInverseFrequencies() const {
+const Architecture& ModelConfig::arch() const {
+  const Architecture* a = FindArchitecture(architecture);
+  CHECK(a != nullptr) << architecture;
+  return *a;
+}
+
+bool ModelConfig::IsSlidingLayer(int layer) const {
+  if (sliding_window <= 0) return false;
+  const int period = arch().sliding_window_period;
+  return period == 0 || (layer + 1) % period != 0;
+}
+
+float ModelConfig::AttentionScale() const {
+  return attention_scale > 0 ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+std::vector<float> ModelConfig::RopeInverseFrequencies(int layer) const {
   CHECK_GT(head_dim, 0);
   const int half = head_dim / 2;
   std::vector<float> inv(half);
+  if (arch().sliding_window_period > 0 && IsSlidingLayer(layer)) {
+    const double theta = rope_theta_local > 0 ? rope_theta_local : rope_theta;
+    for (int i = 0; i < half; ++i) inv[i] = static_cast<float>(std::pow(theta, -2.0 * i / head_dim));
+    return inv;
+  }
   constexpr double kPi = 3.14159265358979323846;
   const RopeScaling& s = rope_scaling;
   const double low_freq_wavelen = s.original_context_length / static_cast<double>(s.low_freq_factor);
@@ -116,7 +152,7 @@ std::vector<float> ModelConfig::RopeInverseFrequencies() const {
         freq = (1 - smooth) * freq / s.factor + smooth * freq;
       }
     }
-    inv[i] = static_cast<float>(freq);
+    inv[i] = static_cast<float>(freq / s.linear_factor);
   }
   return inv;
 }
@@ -126,7 +162,11 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   if (f.Get("general.architecture") == nullptr) return DataLoss(f.path() + ": missing general.architecture");
   StatusOr<std::string> arch = f.GetString("general.architecture");
   if (!arch.ok()) return DataLoss(arch.status().message());
-  if (*arch != "llama") return Unimplemented(f.path() + ": architecture \"" + *arch + "\" is not supported (llama only)");
+  const Architecture* a = FindArchitecture(*arch);
+  if (a == nullptr) {
+    return Unimplemented(f.path() + ": architecture \"" + *arch + "\" is not supported; supported: " +
+                         SupportedArchitectures());
+  }
   c.architecture = *arch;
   if (f.Get("general.name") != nullptr) {
     StatusOr<std::string> name = f.GetString("general.name");
@@ -180,6 +220,8 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
       RETURN_IF_ERROR(ReadFloat(f, p + "rope.scaling.high_freq_factor", &c.rope_scaling.high_freq_factor));
       RETURN_IF_ERROR(ReadInt(f, p + "rope.scaling.original_context_length", false,
                               &c.rope_scaling.original_context_length));
+    } else if (type->s == "linear") {
+      RETURN_IF_ERROR(ReadFloat(f, p + "rope.scaling.factor", &c.rope_scaling.linear_factor));
     } else if (type->s != "none") {
       float factor = 1;
       RETURN_IF_ERROR(ReadFloat(f, p + "rope.scaling.factor", &factor));
@@ -187,8 +229,21 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
     }
   }
   RETURN_IF_ERROR(ReadRopeFreqFactors(f, &c));
-  c.rope_layout = RopeLayout::kInterleaved;
+  if (f.Find("rope_factors_long.weight") != nullptr || f.Find("rope_factors_short.weight") != nullptr) {
+    return Unimplemented(f.path() + ": LongRoPE (rope_factors_long/short, Phi-3 128k) is not supported");
+  }
+  c.rope_layout = a->rope_layout;
   c.tied_embeddings = f.Find("output.weight") == nullptr;
+  RETURN_IF_ERROR(ReadInt(f, p + "attention.sliding_window", false, &c.sliding_window));
+  if (a->sliding_window_period > 0) {
+    c.rope_theta_local = a->default_rope_theta_local;
+    RETURN_IF_ERROR(ReadFloat(f, p + "rope.freq_base_swa", &c.rope_theta_local));
+  }
+  // Gemma 3 27B scales q·k by 1 / sqrt(hidden / heads) (its query_pre_attn_scalar), not by
+  // 1 / sqrt(head_dim); the file does not say so, llama.cpp knows it by the layer count.
+  if (c.architecture == "gemma3" && c.num_layers == 62) {
+    c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.hidden_size / c.num_heads));
+  }
 
   RETURN_IF_ERROR(ReadInt(f, "tokenizer.ggml.bos_token_id", false, &c.bos_id));
   RETURN_IF_ERROR(ReadInt(f, "tokenizer.ggml.eos_token_id", false, &c.eos_id));

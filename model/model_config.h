@@ -6,20 +6,25 @@
 
 #include "common/rope_layout.h"
 #include "common/status.h"
+#include "model/architecture.h"
 
 namespace tpserve {
 
 class GgufFile;
 
-// Llama-3 style frequency-dependent RoPE scaling ("rope_type": "llama3").
+// Llama-3 style frequency-dependent RoPE scaling ("rope_type": "llama3"), and "linear" scaling.
 struct RopeScaling {
-  bool enabled = false;
+  bool enabled = false;  // llama3
   float factor = 1.0f;
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   int original_context_length = 8192;
+  // "linear": every frequency divided by this (positions interpolated); 1 when off. On the global
+  // layers only in an architecture with local layers (Gemma 3 4B+), as llama.cpp.
+  float linear_factor = 1.0f;
 };
 
+// A decoder's shape and hyper-parameters; `architecture` names its Architecture (model/architecture.h).
 struct ModelConfig {
   std::string architecture = "llama";
   std::string name;
@@ -38,6 +43,12 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;
   RopeLayout rope_layout = RopeLayout::kInterleaved;
   float rms_eps = 1e-5f;
+  // Keys a sliding-window layer's token at position p attends: p - sliding_window + 1 .. p (llama.cpp's
+  // "standard" window, Hugging Face's sliding_window); 0: no sliding window. Which layers slide:
+  // IsSlidingLayer.
+  int sliding_window = 0;
+  float rope_theta_local = 0;  // RoPE base of the local layers (Architecture::sliding_window_period); 0: rope_theta
+  float attention_scale = 0;   // softmax scale of q·k; 0: 1 / sqrt(head_dim)
   bool tied_embeddings = false;  // no output.weight: the LM head is token_embd.weight
   int bos_id = -1;
   int eos_id = -1;
@@ -45,18 +56,26 @@ struct ModelConfig {
   bool add_bos = false;
   std::string chat_template;
 
-  // INVALID_ARGUMENT naming the first inconsistent field (e.g. heads not dividing hidden size
-  // when head_dim is implied, kv heads not dividing heads).
+  // INVALID_ARGUMENT naming the first inconsistent field (e.g. an unknown architecture, heads not
+  // dividing hidden size when head_dim is implied, kv heads not dividing heads).
   Status Validate() const;
-  // The RoPE inverse frequencies [head_dim / 2], scaling applied.
-  std::vector<float> RopeInverseFrequencies() const;
+  // REQUIRES: Validate() passed (a known architecture).
+  const Architecture& arch() const;
+  // Whether `layer` attends through the sliding window (false for every layer when there is none).
+  bool IsSlidingLayer(int layer) const;
+  // The RoPE inverse frequencies [head_dim / 2] of `layer`, scaling applied: a local layer of an
+  // architecture with a sliding_window_period uses rope_theta_local and no scaling.
+  std::vector<float> RopeInverseFrequencies(int layer = 0) const;
+  float AttentionScale() const;
 };
 
-// The config of a GGUF file of architecture "llama" from its `llama.*` and `tokenizer.*` metadata.
-// head_dim is llama.attention.key_length, else hidden / heads; vocab_size is llama.vocab_size, else
-// the rows of token_embd.weight, else the token list length; tied_embeddings when output.weight is
-// absent. UNIMPLEMENTED for other architectures or RoPE scaling types other than none/llama3;
-// DATA_LOSS naming the file for a missing or mistyped required key; the result is Validate()d.
+// The config of a GGUF file from its `{arch}.*` and `tokenizer.*` metadata, {arch} being one of
+// SupportedArchitectures(). head_dim is {arch}.attention.key_length, else hidden / heads; vocab_size is
+// {arch}.vocab_size, else the rows of token_embd.weight, else the token list length; tied_embeddings
+// when output.weight is absent; sliding_window from {arch}.attention.sliding_window. UNIMPLEMENTED
+// naming it for another architecture (listing the supported ones) or RoPE scaling types other than
+// none/linear/llama3; DATA_LOSS naming the file for a missing or mistyped required key; the result is
+// Validate()d.
 StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
 
 }  // namespace tpserve

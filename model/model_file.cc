@@ -4,44 +4,27 @@
 
 #include <vector>
 
+#include "model/model_tensors.h"
 #include "model/safetensors_dir.h"
 
 namespace tpserve {
 
-Status CheckLlamaTensors(const ModelConfig& c, const WeightSource& w, const std::string& source) {
-  struct Expect {
-    std::string name;
-    std::vector<int64_t> shape;
-  };
-  const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim;
-  std::vector<Expect> expect = {{"token_embd.weight", {c.vocab_size, h}}, {"output_norm.weight", {h}}};
-  if (!c.tied_embeddings) expect.push_back({"output.weight", {c.vocab_size, h}});
-  for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    expect.push_back({p + "attn_norm.weight", {h}});
-    expect.push_back({p + "attn_q.weight", {q, h}});
-    expect.push_back({p + "attn_k.weight", {kv, h}});
-    expect.push_back({p + "attn_v.weight", {kv, h}});
-    expect.push_back({p + "attn_output.weight", {h, q}});
-    expect.push_back({p + "ffn_norm.weight", {h}});
-    expect.push_back({p + "ffn_gate.weight", {c.ffn_size, h}});
-    expect.push_back({p + "ffn_up.weight", {c.ffn_size, h}});
-    expect.push_back({p + "ffn_down.weight", {h, c.ffn_size}});
-  }
+Status CheckModelTensors(const ModelConfig& c, const WeightSource& w, const std::string& source) {
+  const std::vector<ModelTensor> expect = ModelTensors(c);
   auto shape_str = [](const std::vector<int64_t>& s) {
     std::string out = "[";
     for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
     return out + "]";
   };
-  for (const Expect& e : expect) {
+  for (const ModelTensor& e : expect) {
     const TensorInfo* info = w.Find(e.name);
     if (info == nullptr) return DataLoss(source + ": missing tensor " + e.name);
     if (info->shape != e.shape) {
       return DataLoss(source + ": tensor " + e.name + " has shape " + shape_str(info->shape) + ", the config implies " +
                       shape_str(e.shape));
     }
-    if (e.shape.size() == 1 && IsQuantized(info->type)) {
-      return DataLoss(source + ": norm " + e.name + " is quantised (" + DTypeName(info->type) + ")");
+    if (e.is_vector() && IsQuantized(info->type)) {
+      return DataLoss(source + ": vector " + e.name + " is quantised (" + DTypeName(info->type) + ")");
     }
   }
   return OkStatus();
@@ -63,7 +46,7 @@ StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path) {
     m->gguf_ = file.get();
     m->weights_ = std::move(file);
   }
-  RETURN_IF_ERROR(CheckLlamaTensors(m->config_, *m->weights_, path));
+  RETURN_IF_ERROR(CheckModelTensors(m->config_, *m->weights_, path));
   return m;
 }
 

@@ -1,6 +1,6 @@
 // ModelFile: a model checkpoint opened from a path, whatever its format. A directory is a Hugging
 // Face safetensors checkpoint (SafetensorsDir), a file is GGUF (GgufFile). Opening parses the
-// config and checks that every tensor a Llama model needs is present with the shape and a type the
+// config and checks that every tensor the model's architecture needs is present with the shape and a type the
 // config implies, so a bad checkpoint fails here with a clear error rather than mid-load.
 #pragma once
 
@@ -36,9 +36,9 @@ class ModelFile {
   std::string hf_dir_;
 };
 
-// DATA_LOSS naming `source` and the first Llama tensor of `config` that `weights` lacks or holds
-// with an unexpected shape (rows = out features, cols = in features; norms 1-D) or type (norms
-// must be float types).
-Status CheckLlamaTensors(const ModelConfig& config, const WeightSource& weights, const std::string& source);
+// DATA_LOSS naming `source` and the first tensor of `config` (ModelTensors) that `weights` lacks or
+// holds with an unexpected shape (rows = out features, cols = in features; norms and biases 1-D) or
+// type (norms and biases must be float types).
+Status CheckModelTensors(const ModelConfig& config, const WeightSource& weights, const std::string& source);
 
 }  // namespace tpserve

@@ -70,21 +70,27 @@ StatusOr<ModelConfig> ModelConfigFromHfConfig(const JsonValue& j, const std::str
       const std::string& a = (*archs)[0].string_value();
       if (a == "LlamaForCausalLM") model_type = "llama";
       if (a == "MistralForCausalLM") model_type = "mistral";
+      if (a == "Qwen2ForCausalLM") model_type = "qwen2";
+      if (a == "Qwen3ForCausalLM") model_type = "qwen3";
     }
   }
-  if (model_type != "llama" && model_type != "mistral") {
-    return Unimplemented(source + ": model_type \"" + model_type + "\" is not supported (llama, mistral)");
+  if (model_type != "llama" && model_type != "mistral" && model_type != "qwen2" && model_type != "qwen3") {
+    return Unimplemented(source + ": model_type \"" + model_type + "\" is not supported (llama, mistral, qwen2, qwen3)");
   }
+  // Qwen 2's Q/K/V biases are its architecture's own (attention_bias is not in its config).
   for (const char* bias : {"attention_bias", "mlp_bias"}) {
     const JsonValue* b = j.Find(bias);
     if (b != nullptr && b->is_bool() && b->bool_value()) return Unimplemented(source + ": " + bias + " is not supported");
+  }
+  if (const JsonValue* w = j.Find("use_sliding_window"); w != nullptr && w->is_bool() && w->bool_value()) {
+    return Unimplemented(source + ": use_sliding_window (Qwen's per-layer windows) is not supported");
   }
   if (const JsonValue* act = j.Find("hidden_act"); act != nullptr && act->is_string() && act->string_value() != "silu") {
     return Unimplemented(source + ": hidden_act \"" + act->string_value() + "\" is not supported (silu)");
   }
 
   ModelConfig c;
-  c.architecture = "llama";
+  c.architecture = model_type == "mistral" ? "llama" : model_type;
   c.rope_layout = RopeLayout::kHalf;
   c.rms_eps = 1e-6f;          // LlamaConfig's defaults
   c.context_length = 2048;
@@ -101,6 +107,7 @@ StatusOr<ModelConfig> ModelConfigFromHfConfig(const JsonValue& j, const std::str
   RETURN_IF_ERROR(OptInt(j, source, "max_position_embeddings", &c.context_length));
   RETURN_IF_ERROR(OptFloat(j, source, "rope_theta", &c.rope_theta));
   RETURN_IF_ERROR(OptFloat(j, source, "rms_norm_eps", &c.rms_eps));
+  if (model_type == "mistral") RETURN_IF_ERROR(OptInt(j, source, "sliding_window", &c.sliding_window));
   RETURN_IF_ERROR(OptTokenId(j, source, "bos_token_id", &c.bos_id));
   RETURN_IF_ERROR(OptTokenId(j, source, "eos_token_id", &c.eos_id));
   if (const JsonValue* tie = j.Find("tie_word_embeddings"); tie != nullptr && !tie->is_null()) {
@@ -139,40 +146,63 @@ StatusOr<ModelConfig> ModelConfigFromHfDir(const std::string& dir) {
   return c;
 }
 
-std::string HfToGgufName(const std::string& hf) {
-  static const std::pair<const char*, const char*> kGlobal[] = {
-      {"model.embed_tokens.weight", "token_embd.weight"},
-      {"model.norm.weight", "output_norm.weight"},
-      {"lm_head.weight", "output.weight"},
-  };
-  for (const auto& [from, to] : kGlobal) {
-    if (hf == from) return to;
-  }
-  static const std::string kLayers = "model.layers.";
-  if (hf.rfind(kLayers, 0) != 0) return "";
-  size_t pos = kLayers.size();
+namespace {
+
+// HF name -> GGUF name of the whole-model tensors, and of a layer's (after "model.layers.N." / "blk.N.").
+constexpr std::pair<const char*, const char*> kGlobalNames[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+constexpr std::pair<const char*, const char*> kLayerNames[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},  // Qwen 2
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},  // Qwen 3
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+// The layer number and the rest of "<prefix>N.rest" (N decimal, no leading zero); false if not so.
+bool SplitLayerName(const std::string& name, const std::string& prefix, std::string* layer, std::string* rest) {
+  if (name.rfind(prefix, 0) != 0) return false;
+  const size_t pos = prefix.size();
   size_t end = pos;
-  while (end < hf.size() && hf[end] >= '0' && hf[end] <= '9') ++end;
-  if (end == pos || end - pos > 6 || end >= hf.size() || hf[end] != '.') return "";
-  const std::string layer = hf.substr(pos, end - pos);
-  if (layer.size() > 1 && layer[0] == '0') return "";
-  const std::string rest = hf.substr(end + 1);
-  static const std::pair<const char*, const char*> kLayer[] = {
-      {"input_layernorm.weight", "attn_norm.weight"},
-      {"self_attn.q_proj.weight", "attn_q.weight"},
-      {"self_attn.k_proj.weight", "attn_k.weight"},
-      {"self_attn.v_proj.weight", "attn_v.weight"},
-      {"self_attn.o_proj.weight", "attn_output.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"},
-  };
-  for (const auto& [from, to] : kLayer) {
-    if (rest == from) return "blk." + layer + "." + to;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+  if (end == pos || end - pos > 6 || end >= name.size() || name[end] != '.') return false;
+  *layer = name.substr(pos, end - pos);
+  if (layer->size() > 1 && (*layer)[0] == '0') return false;
+  *rest = name.substr(end + 1);
+  return true;
+}
+
+// Maps `name` through the tables, from column `from` to column `to` (0: HF, 1: GGUF).
+std::string MapName(const std::string& name, int from, const std::string& from_prefix, const std::string& to_prefix) {
+  for (const auto& entry : kGlobalNames) {
+    if (name == (from == 0 ? entry.first : entry.second)) return from == 0 ? entry.second : entry.first;
+  }
+  std::string layer, rest;
+  if (!SplitLayerName(name, from_prefix, &layer, &rest)) return "";
+  for (const auto& entry : kLayerNames) {
+    if (rest == (from == 0 ? entry.first : entry.second)) {
+      return to_prefix + layer + "." + (from == 0 ? entry.second : entry.first);
+    }
   }
   return "";
 }
+
+}  // namespace
+
+std::string HfToGgufName(const std::string& hf) { return MapName(hf, 0, "model.layers.", "blk."); }
+std::string GgufToHfName(const std::string& gguf) { return MapName(gguf, 1, "blk.", "model.layers."); }
 
 SafetensorsDir::~SafetensorsDir() = default;
 

@@ -1,11 +1,13 @@
-// SafetensorsDir: a Hugging Face Llama checkpoint directory (config.json plus model.safetensors,
+// SafetensorsDir: a Hugging Face Llama, Mistral, Qwen 2 or Qwen 3 checkpoint directory (config.json plus
+// model.safetensors,
 // or shards listed in model.safetensors.index.json) as a WeightSource with canonical GGUF tensor
 // names. Shards are read with pread (TensorFile): tensor data stays in the files until a slice is
 // read, straight into its buffer, and a shard truncated while open is a DATA_LOSS, never a crash.
 //
 // HF names map as model.embed_tokens -> token_embd, model.layers.N.input_layernorm -> blk.N.attn_norm,
 // self_attn.{q,k,v,o}_proj -> attn_{q,k,v,output}, post_attention_layernorm -> ffn_norm,
-// mlp.{gate,up,down}_proj -> ffn_{gate,up,down}, model.norm -> output_norm, lm_head -> output.
+// mlp.{gate,up,down}_proj -> ffn_{gate,up,down}, model.norm -> output_norm, lm_head -> output; Qwen 2's
+// self_attn.{q,k,v}_proj.bias -> attn_{q,k,v}.bias, Qwen 3's self_attn.{q,k}_norm -> attn_{q,k}_norm.
 // Tensors with other names (e.g. rotary inv_freq buffers) or non-float dtypes are ignored. Q/K rows
 // stay in HF's half-rotation order: config().rope_layout is RopeLayout::kHalf.
 #pragma once
@@ -23,20 +25,25 @@
 
 namespace tpserve {
 
-// The config of an HF LlamaForCausalLM (or MistralForCausalLM) config.json object: num_hidden_layers,
+// The config of an HF LlamaForCausalLM, MistralForCausalLM (its sliding_window too), Qwen2ForCausalLM or
+// Qwen3ForCausalLM config.json object (architecture llama, llama, qwen2, qwen3): num_hidden_layers,
 // hidden_size, intermediate_size, num_attention_heads, num_key_value_heads, head_dim,
 // rope_theta, rope_scaling (null, default or llama3), rms_norm_eps, max_position_embeddings,
 // vocab_size, tie_word_embeddings, bos/eos_token_id (the first of a list). `source` names the file
 // in errors. DATA_LOSS for missing or mistyped fields, UNIMPLEMENTED for unsupported features
-// (other architectures, biases, other RoPE scaling types); the result is Validate()d.
+// (other architectures, Llama biases, Qwen's use_sliding_window, other RoPE scaling types); the result
+// is Validate()d.
 StatusOr<ModelConfig> ModelConfigFromHfConfig(const JsonValue& config, const std::string& source);
 
 // DIR/config.json, plus chat_template and add_bos_token from DIR/tokenizer_config.json if present.
 // NOT_FOUND if there is no config.json.
 StatusOr<ModelConfig> ModelConfigFromHfDir(const std::string& dir);
 
-// The canonical (GGUF) name of an HF tensor name; empty if it is not a Llama weight.
+// The canonical (GGUF) name of an HF tensor name; empty if it is not a weight tpserve reads (Llama's,
+// Qwen 2's biases, Qwen 3's Q/K norms).
 std::string HfToGgufName(const std::string& hf_name);
+// The inverse: the HF name of a GGUF tensor name; empty if HfToGgufName maps nothing to it.
+std::string GgufToHfName(const std::string& gguf_name);
 
 class SafetensorsDir : public WeightSource {
  public:

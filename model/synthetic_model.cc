@@ -10,6 +10,8 @@
 
 #include "common/json.h"
 #include "model/gguf_writer.h"
+#include "model/model_tensors.h"
+#include "model/safetensors_dir.h"
 
 namespace tpserve {
 namespace {
@@ -20,32 +22,24 @@ constexpr uint64_t kChunkBytes = 4 << 20;  // rows are generated and written in 
 struct SynthTensor {
   std::string gguf_name;
   std::string hf_name;
-  int64_t rows;    // 1 for norms
+  int64_t rows;    // 1 for vectors
   int64_t cols;
-  bool is_norm;
+  bool is_vector;  // a norm or a bias: F32 [cols]
   int qk_heads;    // heads whose rows GGUF permutes (Q: num_heads, K: num_kv_heads), 0 otherwise
 };
 
+// The model's tensors (ModelTensors) with their HF names and, for Q and K, the heads whose rows the
+// llama GGUF permutes (the other architectures' GGUFs keep HF's row order).
 std::vector<SynthTensor> SyntheticTensors(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, d = c.head_dim, f = c.ffn_size;
-  std::vector<SynthTensor> t;
-  t.push_back({"token_embd.weight", "model.embed_tokens.weight", c.vocab_size, h, false, 0});
-  for (int l = 0; l < c.num_layers; ++l) {
-    const std::string g = "blk." + std::to_string(l) + ".";
-    const std::string hf = "model.layers." + std::to_string(l) + ".";
-    t.push_back({g + "attn_norm.weight", hf + "input_layernorm.weight", 1, h, true, 0});
-    t.push_back({g + "attn_q.weight", hf + "self_attn.q_proj.weight", c.num_heads * d, h, false, c.num_heads});
-    t.push_back({g + "attn_k.weight", hf + "self_attn.k_proj.weight", c.num_kv_heads * d, h, false, c.num_kv_heads});
-    t.push_back({g + "attn_v.weight", hf + "self_attn.v_proj.weight", c.num_kv_heads * d, h, false, 0});
-    t.push_back({g + "attn_output.weight", hf + "self_attn.o_proj.weight", h, c.num_heads * d, false, 0});
-    t.push_back({g + "ffn_norm.weight", hf + "post_attention_layernorm.weight", 1, h, true, 0});
-    t.push_back({g + "ffn_gate.weight", hf + "mlp.gate_proj.weight", f, h, false, 0});
-    t.push_back({g + "ffn_up.weight", hf + "mlp.up_proj.weight", f, h, false, 0});
-    t.push_back({g + "ffn_down.weight", hf + "mlp.down_proj.weight", h, f, false, 0});
+  std::vector<SynthTensor> out;
+  const bool is_llama = c.architecture == "llama";
+  for (const ModelTensor& m : ModelTensors(c)) {
+    SynthTensor t{m.name, GgufToHfName(m.name), m.is_vector() ? 1 : m.shape[0], m.shape.back(), m.is_vector(), 0};
+    if (is_llama && m.name.ends_with(".attn_q.weight")) t.qk_heads = c.num_heads;
+    if (is_llama && m.name.ends_with(".attn_k.weight")) t.qk_heads = c.num_kv_heads;
+    out.push_back(std::move(t));
   }
-  t.push_back({"output_norm.weight", "model.norm.weight", 1, h, true, 0});
-  if (!c.tied_embeddings) t.push_back({"output.weight", "lm_head.weight", c.vocab_size, h, false, 0});
-  return t;
+  return out;
 }
 
 uint64_t Mix(uint64_t z) {
@@ -62,7 +56,7 @@ uint64_t NameHash(const std::string& s) {
 
 // The type a weight has in the HF directory (safetensors holds only float types).
 DType HfType(DType t) { return IsQuantized(t) ? DType::kF32 : t; }
-DType TensorType(const SynthTensor& t, DType weight_type) { return t.is_norm ? DType::kF32 : weight_type; }
+DType TensorType(const SynthTensor& t, DType weight_type) { return t.is_vector ? DType::kF32 : weight_type; }
 
 // Encodes `n` floats as `type` into dst.
 void Encode(DType type, const float* src, uint8_t* dst, int64_t n) {
@@ -137,10 +131,17 @@ JsonValue FloatJson(float f) {
 JsonValue HfConfigJson(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   JsonValue j = JsonValue::Object();
+  // llama with a window is written as Mistral (whose config carries one); qwen2 and qwen3 as themselves.
+  const std::string model_type = c.architecture == "llama" && c.sliding_window > 0 ? "mistral" : c.architecture;
+  const char* class_name = model_type == "mistral" ? "MistralForCausalLM"
+                           : model_type == "qwen2" ? "Qwen2ForCausalLM"
+                           : model_type == "qwen3" ? "Qwen3ForCausalLM"
+                                                   : "LlamaForCausalLM";
   JsonValue arch = JsonValue::Array();
-  arch.Append(JsonValue::String("LlamaForCausalLM"));
+  arch.Append(JsonValue::String(class_name));
   j.Set("architectures", std::move(arch));
-  j.Set("model_type", JsonValue::String("llama"));
+  j.Set("model_type", JsonValue::String(model_type));
+  if (c.sliding_window > 0) j.Set("sliding_window", JsonValue::Int(c.sliding_window));
   j.Set("hidden_act", JsonValue::String("silu"));
   j.Set("hidden_size", JsonValue::Int(c.hidden_size));
   j.Set("intermediate_size", JsonValue::Int(c.ffn_size));
@@ -267,7 +268,7 @@ Status WriteSafetensorsFile(const SyntheticModelOptions& o, const std::vector<co
     JsonValue e = JsonValue::Object();
     e.Set("dtype", JsonValue::String(type == DType::kF32 ? "F32" : type == DType::kF16 ? "F16" : "BF16"));
     JsonValue shape = JsonValue::Array();
-    if (!t->is_norm) shape.Append(JsonValue::Int(t->rows));
+    if (!t->is_vector) shape.Append(JsonValue::Int(t->rows));
     shape.Append(JsonValue::Int(t->cols));
     e.Set("shape", std::move(shape));
     JsonValue offsets = JsonValue::Array();
@@ -304,6 +305,11 @@ Status WriteSafetensorsFile(const SyntheticModelOptions& o, const std::vector<co
 
 }  // namespace
 
+std::string SyntheticPresetNames() {
+  return "llama2-7b, llama3-8b, smollm2-135m, llama-1b, tiny, mistral-tiny, qwen2-tiny, qwen3-tiny, phi3-tiny, "
+         "gemma3-tiny, qwen2.5-0.5b, qwen3-0.6b, phi3-mini, gemma3-270m";
+}
+
 StatusOr<ModelConfig> SyntheticPreset(const std::string& name) {
   ModelConfig c;
   c.name = "synthetic-" + name;
@@ -330,8 +336,48 @@ StatusOr<ModelConfig> SyntheticPreset(const std::string& name) {
     c.rope_scaling = {true, 32.0f, 1.0f, 4.0f, 8192};
   } else if (name == "tiny") {
     set(2, 64, 4, 2, 128, 300, 256, 10000, false);
+  } else if (name == "mistral-tiny") {  // llama with a sliding window on every layer
+    set(2, 64, 4, 2, 128, 300, 256, 10000, false);
+    c.sliding_window = 5;
+  } else if (name == "qwen2-tiny") {
+    set(2, 64, 4, 2, 128, 300, 256, 1000000, false);
+    c.architecture = "qwen2";
+  } else if (name == "qwen3-tiny") {  // head_dim 32 != hidden / heads, as Qwen 3's
+    set(2, 64, 4, 2, 128, 300, 256, 1000000, true);
+    c.architecture = "qwen3";
+    c.head_dim = 32;
+  } else if (name == "phi3-tiny") {  // no window: llama.cpp ignores Phi-3's, so both run the same model
+    set(2, 128, 4, 4, 128, 300, 256, 10000, false);
+    c.architecture = "phi3";
+  } else if (name == "gemma3-tiny") {  // 6 layers: 5 sliding, 1 global; one KV head; head_dim 32
+    set(6, 64, 4, 1, 128, 300, 256, 1000000, true);
+    c.architecture = "gemma3";
+    c.head_dim = 32;
+    c.sliding_window = 4;
+    c.rope_theta_local = 10000;
+    c.rms_eps = 1e-6f;
+  } else if (name == "qwen2.5-0.5b") {
+    set(24, 896, 14, 2, 4864, 151936, 32768, 1000000, true);
+    c.architecture = "qwen2";
+    c.rms_eps = 1e-6f;
+  } else if (name == "qwen3-0.6b") {
+    set(28, 1024, 16, 8, 3072, 151936, 40960, 1000000, true);
+    c.architecture = "qwen3";
+    c.head_dim = 128;
+    c.rms_eps = 1e-6f;
+  } else if (name == "phi3-mini") {
+    set(32, 3072, 32, 32, 8192, 32064, 4096, 10000, false);
+    c.architecture = "phi3";
+    c.sliding_window = 2047;
+  } else if (name == "gemma3-270m") {
+    set(18, 640, 4, 1, 2048, 262144, 32768, 1000000, true);
+    c.architecture = "gemma3";
+    c.head_dim = 256;
+    c.sliding_window = 512;
+    c.rope_theta_local = 10000;
+    c.rms_eps = 1e-6f;
   } else {
-    return InvalidArgument("unknown preset \"" + name + "\" (llama2-7b, llama3-8b, smollm2-135m, llama-1b, tiny)");
+    return InvalidArgument("unknown preset \"" + name + "\" (" + SyntheticPresetNames() + ")");
   }
   c.bos_id = 1;
   c.eos_id = 2;
@@ -407,30 +453,37 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
   RETURN_IF_ERROR(CheckOptions(o));
   const ModelConfig& c = o.config;
   GgufWriter w;
-  w.SetString("general.architecture", "llama");
+  const std::string p = c.architecture + ".";
+  w.SetString("general.architecture", c.architecture);
   w.SetString("general.name", c.name.empty() ? "synthetic" : c.name);
   w.SetU32("general.alignment", 32);
-  w.SetU32("llama.block_count", c.num_layers);
-  w.SetU32("llama.context_length", c.context_length);
-  w.SetU32("llama.embedding_length", c.hidden_size);
-  w.SetU32("llama.feed_forward_length", c.ffn_size);
-  w.SetU32("llama.attention.head_count", c.num_heads);
-  w.SetU32("llama.attention.head_count_kv", c.num_kv_heads);
+  w.SetU32(p + "block_count", c.num_layers);
+  w.SetU32(p + "context_length", c.context_length);
+  w.SetU32(p + "embedding_length", c.hidden_size);
+  w.SetU32(p + "feed_forward_length", c.ffn_size);
+  w.SetU32(p + "attention.head_count", c.num_heads);
+  w.SetU32(p + "attention.head_count_kv", c.num_kv_heads);
   if (c.head_dim * c.num_heads != c.hidden_size) {
-    w.SetU32("llama.attention.key_length", c.head_dim);
-    w.SetU32("llama.attention.value_length", c.head_dim);
+    w.SetU32(p + "attention.key_length", c.head_dim);
+    w.SetU32(p + "attention.value_length", c.head_dim);
   }
-  w.SetF32("llama.rope.freq_base", c.rope_theta);
-  w.SetU32("llama.rope.dimension_count", c.head_dim);
+  w.SetF32(p + "rope.freq_base", c.rope_theta);
+  w.SetU32(p + "rope.dimension_count", c.head_dim);
   if (c.rope_scaling.enabled) {
-    w.SetString("llama.rope.scaling.type", "llama3");
-    w.SetF32("llama.rope.scaling.factor", c.rope_scaling.factor);
-    w.SetF32("llama.rope.scaling.low_freq_factor", c.rope_scaling.low_freq_factor);
-    w.SetF32("llama.rope.scaling.high_freq_factor", c.rope_scaling.high_freq_factor);
-    w.SetU32("llama.rope.scaling.original_context_length", c.rope_scaling.original_context_length);
+    w.SetString(p + "rope.scaling.type", "llama3");
+    w.SetF32(p + "rope.scaling.factor", c.rope_scaling.factor);
+    w.SetF32(p + "rope.scaling.low_freq_factor", c.rope_scaling.low_freq_factor);
+    w.SetF32(p + "rope.scaling.high_freq_factor", c.rope_scaling.high_freq_factor);
+    w.SetU32(p + "rope.scaling.original_context_length", c.rope_scaling.original_context_length);
   }
-  w.SetF32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.SetU32("llama.vocab_size", c.vocab_size);
+  if (c.rope_scaling.linear_factor != 1) {
+    w.SetString(p + "rope.scaling.type", "linear");
+    w.SetF32(p + "rope.scaling.factor", c.rope_scaling.linear_factor);
+  }
+  if (c.rope_theta_local > 0) w.SetF32(p + "rope.freq_base_swa", c.rope_theta_local);
+  if (c.sliding_window > 0) w.SetU32(p + "attention.sliding_window", c.sliding_window);
+  w.SetF32(p + "attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.SetU32(p + "vocab_size", c.vocab_size);
   SyntheticVocab vocab = MakeSyntheticVocab(c.vocab_size);
   w.SetString("tokenizer.ggml.model", "llama");
   w.SetStringArray("tokenizer.ggml.tokens", vocab.tokens);
@@ -444,7 +497,7 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
 
   const std::vector<SynthTensor> tensors = SyntheticTensors(c);
   for (const SynthTensor& t : tensors) {
-    if (t.is_norm) {
+    if (t.is_vector) {
       w.AddTensor(t.gguf_name, DType::kF32, {t.cols});
     } else {
       w.AddTensor(t.gguf_name, o.type, {t.rows, t.cols});
@@ -460,6 +513,13 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
 
 Status WriteSyntheticHfDir(const SyntheticModelOptions& o, const std::string& dir) {
   RETURN_IF_ERROR(CheckOptions(o));
+  const ModelConfig& c = o.config;
+  const bool is_qwen = c.architecture == "qwen2" || c.architecture == "qwen3";
+  if ((c.architecture != "llama" && !is_qwen) || (is_qwen && c.sliding_window > 0) ||
+      c.rope_scaling.linear_factor != 1) {
+    return Unimplemented("synthetic model: the safetensors writer writes llama (Mistral with a window), qwen2 and "
+                         "qwen3 without a window; write " + c.architecture + " as GGUF");
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgument("cannot create directory " + dir + ": " + ec.message());

@@ -1,11 +1,15 @@
-// Synthetic Llama checkpoints: seeded random weights of any shape, written as a GGUF file or as a
-// Hugging Face safetensors directory holding the same model, streaming (one chunk of rows in
-// memory at a time), so multi-GB models can be written on the fly by benchmarks and tests.
+// Synthetic checkpoints: seeded random weights of any shape and architecture (model/architecture.h),
+// written as a GGUF file (every architecture, with its own tensors and metadata keys) or, for llama
+// (Mistral when it has a window), qwen2 and qwen3, as a Hugging Face safetensors directory holding the
+// same model, streaming
+// (one chunk of rows in memory at a time), so multi-GB models can be written on the fly by benchmarks
+// and tests.
 //
 // Weights: every matrix element is uniform with standard deviation 1/sqrt(fan_in) (fan_in = the
 // input features, i.e. the columns), so activations keep their scale through many layers; norm
 // weights are 1 + uniform(-0.1, 0.1), always F32. Row r of a tensor depends only on (seed, tensor,
-// r), so any row can be regenerated independently. The GGUF holds Q/K rows in GGUF's interleaved
+// r), so any row can be regenerated independently; biases are uniform with standard deviation
+// 1/sqrt(length), F32. The llama GGUF holds Q/K rows in GGUF's interleaved
 // RoPE order (as llama.cpp's converter permutes them); the HF directory holds the same rows in HF's
 // half-rotation order, and the same values: quantised (or half) GGUF weights are written to the HF
 // directory as their dequantised values (F32 for quantised types, the same dtype for F16/BF16).
@@ -29,8 +33,12 @@ struct SyntheticModelOptions {
 };
 
 // Named shapes: "llama2-7b", "llama3-8b", "smollm2-135m", "llama-1b" (Llama 3.2 1B, with Llama-3
-// RoPE scaling), "tiny" (2 layers, hidden 64, 4/2 heads, vocab 300). INVALID_ARGUMENT if unknown.
+// RoPE scaling), "tiny" (2 layers, hidden 64, 4/2 heads, vocab 300); per architecture the tiny test
+// shapes "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny" (6 layers, one KV head,
+// window 4) and the published shapes "qwen2.5-0.5b", "qwen3-0.6b", "phi3-mini", "gemma3-270m".
+// INVALID_ARGUMENT if unknown.
 StatusOr<ModelConfig> SyntheticPreset(const std::string& name);
+std::string SyntheticPresetNames();  // the names above, comma-separated
 
 // The placeholder SentencePiece-style ("llama") vocabulary: <unk>, <s>, </s>, the 256 byte tokens
 // <0x00>..<0xFF>, then unique "▁"-prefixed and plain pieces built from letters, digits and
@@ -47,6 +55,7 @@ SyntheticVocab MakeSyntheticVocab(int vocab_size);
 // INTERNAL on I/O errors.
 Status WriteSyntheticGguf(const SyntheticModelOptions& options, const std::string& path);
 
+// UNIMPLEMENTED for phi3 and gemma3, a Qwen window or linear RoPE scaling.
 // Writes DIR/config.json and DIR/model.safetensors (or model-0000K-of-0000N.safetensors shards plus
 // model.safetensors.index.json when max_shard_bytes is set), creating DIR if needed, plus a
 // Llama-2-style DIR/tokenizer.json (SentencePiece BPE with byte fallback; merge ranks follow the

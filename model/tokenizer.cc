@@ -1,6 +1,7 @@
 #include "model/tokenizer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "model/bpe_tokenizer.h"
 #include "model/spm_tokenizer.h"
@@ -96,6 +97,12 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
       specials_by_first_byte_[static_cast<uint8_t>(vocab_.pieces[id][0])].push_back(id);
     }
   }
+  if (vocab_.rstrip_specials) {
+    rstrip_.assign(n, true);
+    for (const char* piece : {"<unk>", "<s>", "<|endoftext|>"}) {
+      if (auto it = piece_to_id_.find(piece); it != piece_to_id_.end()) rstrip_[it->second] = false;
+    }
+  }
   for (auto& ids : specials_by_first_byte_) {
     std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
       return vocab_.pieces[a].size() > vocab_.pieces[b].size();
@@ -128,6 +135,9 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos, bool
     ids.push_back(*special);
     after_special = true;
     pos += vocab_.pieces[*special].size();
+    if (!rstrip_.empty() && rstrip_[*special]) {
+      while (pos < text.size() && std::strchr(" \t\n\v\f\r", text[pos]) != nullptr) ++pos;
+    }
     begin = pos;
   }
   if (begin < text.size()) EncodeText(text.substr(begin), after_special, &ids);

@@ -105,6 +105,7 @@ class Tokenizer {
   // Special (control and user-defined) token ids by first byte, longest piece first.
   std::array<std::vector<int32_t>, 256> specials_by_first_byte_;
   std::vector<std::string> token_text_;  // [V] decoded bytes of each token
+  std::vector<bool> rstrip_;             // [V] when vocab_.rstrip_specials: whitespace after it is dropped
 };
 
 }  // namespace tpserve

@@ -1,4 +1,6 @@
 // Tokenizer::FromGguf: the tokenizer.ggml.* metadata of a GGUF file.
+#include <cctype>
+
 #include "model/gguf_file.h"
 #include "model/tokenizer.h"
 
@@ -99,6 +101,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
   vocab.pad_id = static_cast<int32_t>(pad);
   vocab.add_bos = add_bos != 0;
   vocab.add_space_prefix = add_space != 0;
+  // llama.cpp's rule for Phi-3 (special tokens strip the whitespace after them), keyed as it keys it.
+  if (const GgufValue* name = file.Get("general.name"); name != nullptr && name->type == Type::kString) {
+    std::string lower = name->s;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    vocab.rstrip_specials = lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+  }
   if (const GgufValue* tmpl = file.Get("tokenizer.chat_template"); tmpl != nullptr && tmpl->type == Type::kString) {
     vocab.chat_template = tmpl->s;
   }

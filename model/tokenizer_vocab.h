@@ -34,6 +34,10 @@ struct TokenizerVocab {
   bool ignore_merges = false;       // BPE: a word that is itself a token is not split (Llama 3)
   bool add_space_prefix = false;    // SPM: a space is put before the text (and after each special)
   bool add_bos = false;             // the model expects BOS first (advice to callers of Encode)
+  // Whitespace right after a matched control or user-defined token is dropped, except after <unk>, <s>
+  // and <|endoftext|>: Phi-3's added tokens (rstrip in its tokenizer.json; llama.cpp applies it to GGUF
+  // files whose general.name says phi-3).
+  bool rstrip_specials = false;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t eot_id = -1;  // -1: found by name ("<|im_end|>", "<|eot_id|>", ...) or else eos

@@ -7,12 +7,21 @@ The BPE is built from SmolLM2's GGUF vocabulary and merges (read with the `gguf`
 pre-tokenizer of SmolLM2's tokenizer.json: Sequence[Digits(individual_digits), ByteLevel(GPT-2
 regex)]. The same vocabulary is also run with the plain GPT-2 and the Llama 3 pre-tokenizers, to
 check those scanners. A tiny BPE trained here with the Llama 3 split is saved as a Hugging Face
-directory (tests/data/tokenizer_golden_hf_tiny/) to check Tokenizer::FromHfDir.
+directory (tests/data/tokenizer_golden_hf_tiny/) to check Tokenizer::FromHfDir. Two SentencePiece-style
+BPE tokenizers with byte fallback are saved the same way: Llama 2's layout (a "▁" prepended,
+tokenizer_golden_hf_spm_tiny/) and Gemma's (no prefix space, <start_of_turn>/<end_of_turn> special tokens,
+tokenizer_golden_hf_gemma_tiny/). The chat goldens render SmolLM2's own template and the published
+templates of Llama 2, Llama 3, Qwen 2.5 (its tool-call branches left out), Phi-3-mini and Gemma 3.
 
 Output (tests/data/tokenizer_golden.txt), one case a line:  VARIANT <TAB> HEX(UTF-8 text) <TAB> ids
 and tests/data/tokenizer_golden_chat.txt:  NAME <TAB> HEX(rendered text)
 
-Usage: scripts/gen_tokenizer_golden.py [models/SmolLM2-135M-Instruct.Q4_1.gguf]
+Gemma 3's own 262k-piece SentencePiece vocabulary (read from the Gemma 3 270M GGUF) is run as HF's
+converter runs a SentencePiece BPE model: merges of every split of a piece into two pieces, ordered by
+the merged piece's score, byte fallback, "▁" for spaces with none prepended, control tokens special and
+user-defined ones (newline runs, HTML tags) added as non-special tokens: variant "gemma3".
+
+Usage: scripts/gen_tokenizer_golden.py [models/SmolLM2-135M-Instruct.Q4_1.gguf [models/gemma-3-270m-q4_k_m.gguf]]
 """
 import os
 import sys
@@ -23,6 +32,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GGUF_PATH = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA_PATH = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
 DATA = os.path.join(ROOT, "tests", "data")
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -90,6 +100,62 @@ LLAMA3_TEMPLATE = (
     "+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
     "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+
+
+# Qwen2.5-Instruct's template without its tool-call branches (the conversations here have no tools).
+QWEN25_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+    "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+    "helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if (message.role == \"user\") "
+    "or (message.role == \"system\" and not loop.first) or (message.role == \"assistant\" and not "
+    "message.tool_calls) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+# microsoft/Phi-3-mini-4k-instruct's template.
+PHI3_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + "
+    "'<|end|>\\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}"
+    "{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}")
+# google/gemma-3's template (text parts).
+GEMMA3_TEMPLATE = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+"""
 
 
 def raise_exception(message):
@@ -169,6 +235,60 @@ def build_spm_style_tiny():
     return tok
 
 
+def build_gemma_style_tiny():
+    """A Gemma-style tokenizer.json: spaces as ▁ but none prepended, BPE with byte fallback, newline and
+    space-run pieces, <start_of_turn>/<end_of_turn> special tokens, ids 0-3 <pad> <eos> <bos> <unk> as
+    Gemma's."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    pieces = specials + ["<0x%02X>" % b for b in range(256)]
+    first_piece = len(pieces)
+    pieces += ["\u2581", "\n", "h", "e", "l", "o", "w", "r", "d", "a", "b", "t", "n", "s", "i", "c", "f", "u", "m"]
+    pieces += ["\u2581t", "he", "\u2581the", "in", "\u2581a", "ll", "el", "ell", "\u2581h", "\u2581hell",
+               "\u2581hello", "hello", "\u2581w", "or", "\u2581wor", "ld", "\u2581world", "\u2581in", "is",
+               "\u2581is", "\n\n", "\u2581\u2581", "\u2581\u2581\u2581\u2581", "us", "er", "user", "mo", "de",
+               "model", "ab", "ba", "aba", "\u2581s", "\u2581f", "re", "st", "on", "ce"]
+    vocab = {p: i for i, p in enumerate(pieces)}
+    merges = []
+    for merged in pieces[first_piece:]:
+        for k in range(1, len(merged)):
+            a, b = merged[:k], merged[k:]
+            if a in vocab and b in vocab:
+                merges.append((vocab[merged], vocab[a], vocab[b], a, b))
+    merges.sort()
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for _, _, _, a, b in merges], unk_token="<unk>",
+                               byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    return tok
+
+
+def build_from_spm_gguf(path):
+    """A SentencePiece BPE vocabulary in a GGUF (tokenizer.ggml.model = llama) as HF's converter builds it."""
+    f = gguf.GGUFReader(path).fields
+    pieces = f["tokenizer.ggml.tokens"].contents()
+    scores = f["tokenizer.ggml.scores"].contents()
+    types = f["tokenizer.ggml.token_type"].contents()
+    assert f["tokenizer.ggml.add_space_prefix"].contents() is False
+    vocab = {p: i for i, p in enumerate(pieces)}
+    merges = []
+    for merged, (score, ty) in enumerate(zip(scores, types)):
+        if ty != 1:  # only normal pieces are merge results
+            continue
+        piece = pieces[merged]
+        local = [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+        local.sort(key=lambda ab: (vocab[ab[0]], vocab[ab[1]]))
+        merges.extend((score, merged, a, b) for a, b in local)
+    merges.sort(key=lambda m: (-m[0], m[1]))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for _, _, a, b in merges], unk_token="<unk>",
+                               byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tok.add_special_tokens([AddedToken(p, special=True, normalized=False) for p, ty in zip(pieces, types) if ty == 3])
+    tok.add_tokens([AddedToken(p, special=False, normalized=False) for p, ty in zip(pieces, types) if ty == 4])
+    return tok
+
+
 def write_case(f, variant, tok, text):
     ids = tok.encode(text).ids
     decoded = tok.decode(ids, skip_special_tokens=False)
@@ -220,6 +340,21 @@ def main():
         if "<s>" not in text and "</s>" not in text:  # a space is prepended after each special token
             assert spm_tiny.decode(spm_tiny.encode(text).ids, skip_special_tokens=False) == text, repr(text)
 
+    gemma_tiny = build_gemma_style_tiny()
+    gemma_dir = os.path.join(DATA, "tokenizer_golden_hf_gemma_tiny")
+    os.makedirs(gemma_dir, exist_ok=True)
+    gemma_tiny.save(os.path.join(gemma_dir, "tokenizer.json"))
+    with open(os.path.join(gemma_dir, "tokenizer_config.json"), "w") as f:
+        f.write('{"bos_token": "<bos>", "eos_token": "<eos>", "add_bos_token": true}\n')
+    gemma_corpus = corpus + ["hello world", "the  hello\n\nworld", " leading", "<start_of_turn>user\nhello"
+                             "<end_of_turn>\n<start_of_turn>model\n", "\u00e9t\u00e9 \u4e2d", "abababa ba  "]
+    for text in gemma_corpus:
+        assert gemma_tiny.decode(gemma_tiny.encode(text).ids, skip_special_tokens=False) == text, repr(text)
+
+    gemma3 = build_from_spm_gguf(GEMMA_PATH) if os.path.exists(GEMMA_PATH) else None
+    gemma3_corpus = gemma_corpus + ["<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
+                                    "Das Gebäude, l'été — 東京タワー\n\n\n  x", "</footer><div>\t\tcode</div>"]
+
     with open(os.path.join(DATA, "tokenizer_golden.txt"), "w") as f:
         f.write("# Generated by scripts/gen_tokenizer_golden.py with tokenizers %s from %s.\n"
                 % (__import__("tokenizers").__version__, os.path.basename(GGUF_PATH)))
@@ -231,6 +366,13 @@ def main():
                 write_case(f, name, tok, text)
         for text in spm_corpus:
             write_case(f, "hf_spm_tiny", spm_tiny, text)
+        for text in gemma_corpus:
+            write_case(f, "hf_gemma_tiny", gemma_tiny, text)
+        if gemma3 is None:
+            print("no %s: the gemma3 cases are left out" % GEMMA_PATH)
+        else:
+            for text in gemma3_corpus:
+                write_case(f, "gemma3", gemma3, text)
 
     # ChatML: SmolLM2's own template rendered by jinja2.
     env = jinja2.Environment()
@@ -249,7 +391,8 @@ def main():
         ],
     }
     with open(os.path.join(DATA, "tokenizer_golden_chat.txt"), "w") as f:
-        f.write("# Generated by scripts/gen_tokenizer_golden.py: SmolLM2's chat_template rendered by jinja2 %s.\n"
+        f.write("# Generated by scripts/gen_tokenizer_golden.py: SmolLM2's chat_template and the published "
+                "templates of Llama 2, Llama 3, Qwen 2.5, Phi-3 and Gemma 3 rendered by jinja2 %s.\n"
                 % jinja2.__version__)
         f.write("# name<TAB>hex(rendered text); add_generation_prompt=True\n")
         for name, msgs in conversations.items():
@@ -263,6 +406,18 @@ def main():
             f.write("llama2_%s\t%s\n" % (name, text.encode("utf-8").hex()))
             text = llama3.render(messages=msgs, add_generation_prompt=True, bos_token="<|begin_of_text|>")
             f.write("llama3_%s\t%s\n" % (name, text.encode("utf-8").hex()))
+        qwen25 = env.from_string(QWEN25_TEMPLATE)
+        phi3 = env.from_string(PHI3_TEMPLATE)
+        gemma3 = env.from_string(GEMMA3_TEMPLATE)
+        for name, msgs in conversations.items():
+            text = qwen25.render(messages=msgs, add_generation_prompt=True)
+            f.write("qwen25_%s\t%s\n" % (name, text.encode("utf-8").hex()))
+            for prompt in (True, False):
+                text = phi3.render(messages=msgs, add_generation_prompt=prompt, eos_token="<|endoftext|>")
+                f.write("phi3_%s%s\t%s\n" % (name, "" if prompt else "_closed", text.encode("utf-8").hex()))
+            text = gemma3.render(messages=msgs, add_generation_prompt=True, bos_token="<bos>",
+                                 raise_exception=raise_exception)
+            f.write("gemma3_%s\t%s\n" % (name, text.encode("utf-8").hex()))
     print("wrote", len(corpus), "cases per variant")
 
 

@@ -4,25 +4,27 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/cpu/gelu_tanh_mul.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/silu_mul.h"
+#include "worker/layer_weights.h"
 
 namespace tpserve {
 namespace {
 
-std::string BlockName(int layer, const char* what) { return "blk." + std::to_string(layer) + "." + what + ".weight"; }
+int64_t VectorBytes(const std::vector<float>& v) { return static_cast<int64_t>(v.size() * sizeof(float)); }
 
 // A replicated 1-D weight (a norm) as f32.
 StatusOr<std::vector<float>> LoadVector(const WeightSource& weights, const std::string& name, int64_t size) {
-  const TensorInfo* info = weights.Find(name);
-  if (info == nullptr) return NotFound("model has no tensor " + name);
-  if (info->shape.size() != 1 || info->shape[0] != size) {
-    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
-  }
-  ASSIGN_OR_RETURN(HostTensor tensor, weights.Read(name));
-  return tensor.ToF32();
+  return LoadVectorSlice(weights, name, size, 0, size);
+}
+
+// The same, or empty when the architecture has no such weight (name "").
+StatusOr<std::vector<float>> LoadOptionalVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  if (name.empty()) return std::vector<float>();
+  return LoadVector(weights, name, size);
 }
 
 template <typename T>
@@ -32,40 +34,39 @@ void Grow(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
+StatusOr<LlamaModel::Layer> LlamaModel::LoadLayer(const ModelConfig& config, const WeightSource& weights,
+                                                  const ShardPlan& shard, int l, bool merge_column_parallel) {
+  const LayerWeights plan = PlanLayerWeights(config, shard, l);
+  const int64_t hidden = config.hidden_size;
+  Layer layer;
+  ASSIGN_OR_RETURN(layer.attn_norm, LoadVector(weights, plan.attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.qkv, MergedColumnParallelLinear::Load(weights, plan.qkv, hidden, merge_column_parallel));
+  ASSIGN_OR_RETURN(layer.q_norm, LoadOptionalVector(weights, plan.q_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.k_norm, LoadOptionalVector(weights, plan.k_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.o, RowParallelLinear::Load(weights, plan.attn_output, hidden,
+                                                    int64_t{config.num_heads} * config.head_dim, shard.q_row_begin(),
+                                                    shard.q_row_end()));
+  ASSIGN_OR_RETURN(layer.post_attn_norm, LoadOptionalVector(weights, plan.post_attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.ffn_norm, LoadVector(weights, plan.ffn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.gate_up,
+                   MergedColumnParallelLinear::Load(weights, plan.gate_up, hidden, merge_column_parallel));
+  ASSIGN_OR_RETURN(layer.down, RowParallelLinear::Load(weights, plan.ffn_down, hidden, config.ffn_size,
+                                                       shard.ffn_begin, shard.ffn_end));
+  ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadOptionalVector(weights, plan.post_ffn_norm, hidden));
+  layer.inv_freq = plan.inv_freq;
+  layer.sliding_window = plan.sliding_window;
+  return layer;
+}
+
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelConfig& config, const WeightSource& weights,
                                                        const ShardPlan& shard, bool merge_column_parallel) {
-  if (config.architecture != "llama") return InvalidArgument("unsupported architecture " + config.architecture);
   RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<LlamaModel> model(new LlamaModel(config, shard));
-  model->inv_freq_ = config.RopeInverseFrequencies();
-  CHECK_EQ(static_cast<int>(model->inv_freq_.size()), config.head_dim / 2);
-
   const int64_t hidden = config.hidden_size;
-  const int64_t q_rows = int64_t{config.num_heads} * config.head_dim;
-  const int64_t kv_rows = int64_t{config.num_kv_heads} * config.head_dim;
   ASSIGN_OR_RETURN(model->embedding_, VocabParallelEmbedding::Load(weights, "token_embd.weight", config.vocab_size,
                                                                    hidden, shard.vocab_begin, shard.vocab_end));
   for (int l = 0; l < config.num_layers; ++l) {
-    Layer layer;
-    ASSIGN_OR_RETURN(layer.attn_norm, LoadVector(weights, BlockName(l, "attn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.qkv,
-                     MergedColumnParallelLinear::Load(
-                         weights,
-                         {{BlockName(l, "attn_q"), q_rows, shard.q_row_begin(), shard.q_row_end()},
-                          {BlockName(l, "attn_k"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()},
-                          {BlockName(l, "attn_v"), kv_rows, shard.kv_row_begin(), shard.kv_row_end()}},
-                         hidden, merge_column_parallel));
-    ASSIGN_OR_RETURN(layer.o, RowParallelLinear::Load(weights, BlockName(l, "attn_output"), hidden, q_rows,
-                                                      shard.q_row_begin(), shard.q_row_end()));
-    ASSIGN_OR_RETURN(layer.ffn_norm, LoadVector(weights, BlockName(l, "ffn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.gate_up,
-                     MergedColumnParallelLinear::Load(
-                         weights,
-                         {{BlockName(l, "ffn_gate"), config.ffn_size, shard.ffn_begin, shard.ffn_end},
-                          {BlockName(l, "ffn_up"), config.ffn_size, shard.ffn_begin, shard.ffn_end}},
-                         hidden, merge_column_parallel));
-    ASSIGN_OR_RETURN(layer.down, RowParallelLinear::Load(weights, BlockName(l, "ffn_down"), hidden,
-                                                         config.ffn_size, shard.ffn_begin, shard.ffn_end));
+    ASSIGN_OR_RETURN(Layer layer, LoadLayer(config, weights, shard, l, merge_column_parallel));
     model->layers_.push_back(std::move(layer));
   }
   ASSIGN_OR_RETURN(model->output_norm_, LoadVector(weights, "output_norm.weight", hidden));
@@ -84,7 +85,10 @@ int64_t LlamaModel::weight_bytes() const {
   if (!lm_head_shares_embedding_) bytes += lm_head_.bytes();
   for (const Layer& layer : layers_) {
     bytes += layer.qkv.bytes() + layer.o.bytes() + layer.gate_up.bytes() + layer.down.bytes();
-    bytes += static_cast<int64_t>((layer.attn_norm.size() + layer.ffn_norm.size()) * sizeof(float));
+    for (const std::vector<float>* norm : {&layer.attn_norm, &layer.q_norm, &layer.k_norm, &layer.post_attn_norm,
+                                           &layer.ffn_norm, &layer.post_ffn_norm}) {
+      bytes += VectorBytes(*norm);
+    }
   }
   return bytes;
 }
@@ -105,6 +109,10 @@ Status LlamaModel::Forward(const ForwardBatch& batch, const std::vector<LayerKvC
   Grow(up_, num_tokens * shard_.ffn_shard());
 
   RETURN_IF_ERROR(embedding_.Forward(batch.token_ids, num_tokens, x_.data(), comm));
+  if (config_.arch().scale_embedding) {
+    const float scale = std::sqrt(static_cast<float>(hidden));
+    for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] *= scale;
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
     RETURN_IF_ERROR(LayerForward(layers_[l], batch, kv_caches[l], pool, comm));
   }
@@ -133,8 +141,12 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   RmsNorm(x_.data(), layer.attn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
   layer.qkv.Forward(h_.data(), num_tokens, qkv_out, pool);
-  ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, inv_freq_.data(), config_.rope_layout);
-  ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, inv_freq_.data(), config_.rope_layout);
+  if (!layer.q_norm.empty()) {  // every head its own row of D
+    RmsNorm(q_.data(), layer.q_norm.data(), num_tokens * num_heads, head_dim, config_.rms_eps, q_.data());
+    RmsNorm(k_.data(), layer.k_norm.data(), num_tokens * num_kv_heads, head_dim, config_.rms_eps, k_.data());
+  }
+  ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
+  ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
   WriteKvCache(k_.data(), v_.data(), batch.slot_mapping, num_tokens, num_kv_heads, head_dim, cache.k, cache.v);
 
   PagedAttentionArgs args;
@@ -151,19 +163,31 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   args.num_kv_heads = num_kv_heads;
   args.head_dim = head_dim;
   args.block_size = batch.block_size;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  args.sliding_window = layer.sliding_window;
+  args.scale = config_.AttentionScale();
   args.out = attn_.data();
   PagedAttention(args, pool);
 
   RETURN_IF_ERROR(layer.o.Forward(attn_.data(), num_tokens, h_.data(), pool, comm));
+  if (!layer.post_attn_norm.empty()) {
+    RmsNorm(h_.data(), layer.post_attn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
+  }
   for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];
 
   // Feed-forward block.
   RmsNorm(x_.data(), layer.ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
   float* const gate_up_out[] = {gate_.data(), up_.data()};
   layer.gate_up.Forward(h_.data(), num_tokens, gate_up_out, pool);
-  SiluMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data());
+  switch (config_.arch().activation) {
+    case Activation::kSilu: SiluMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data()); break;
+    case Activation::kGeluTanh:
+      GeluTanhMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data());
+      break;
+  }
   RETURN_IF_ERROR(layer.down.Forward(gate_.data(), num_tokens, h_.data(), pool, comm));
+  if (!layer.post_ffn_norm.empty()) {
+    RmsNorm(h_.data(), layer.post_ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
+  }
   for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];
   return OkStatus();
 }

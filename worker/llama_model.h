@@ -1,4 +1,7 @@
-// LlamaModel: one rank's shard of a Llama-family decoder, composed from the parallel layers.
+// LlamaModel: one rank's shard of a decoder, composed from the parallel layers: the one transformer of
+// every supported architecture, which differ only by their Architecture description (model/architecture.h:
+// Q/K/V biases, per-head Q/K norms, fused tensors split at load, post-block norms, embedding scale,
+// activation, sliding-window layers with their own RoPE base).
 // Forward runs one flattened batch (prefill chunks and decode tokens of several sequences mixed),
 // stores the batch's keys and values in this rank's paged cache, and produces this rank's logits shard
 // for the rows that need a token. The two all-reduces of each layer live in RowParallelLinear.
@@ -44,7 +47,7 @@ class LlamaModel {
   // Loads this rank's slices. merge_column_parallel: Q/K/V, and gate/up, each one stacked matrix where
   // their types agree (one matmul each; bitwise the same outputs as separate matrices, which false keeps).
   // Errors: the reader's (NOT_FOUND for a missing tensor, DATA_LOSS for a tensor of the wrong shape),
-  // INVALID_ARGUMENT for an unsupported architecture.
+  // INVALID_ARGUMENT for an invalid config (an unknown architecture among others).
   static StatusOr<std::unique_ptr<LlamaModel>> Load(const ModelConfig& config, const WeightSource& weights,
                                                     const ShardPlan& shard, bool merge_column_parallel = true);
 
@@ -62,19 +65,28 @@ class LlamaModel {
   struct Layer {
     std::vector<float> attn_norm;        // [hidden]
     MergedColumnParallelLinear qkv;      // parts q [H * D, hidden], k and v [Hkv * D, hidden]
+    std::vector<float> q_norm;           // [D] (Architecture::qk_norm), else empty
+    std::vector<float> k_norm;           // [D] (Architecture::qk_norm), else empty
     RowParallelLinear o;                 // [hidden, H * D]
+    std::vector<float> post_attn_norm;   // [hidden] (Architecture::post_norms), else empty
     std::vector<float> ffn_norm;         // [hidden]
     MergedColumnParallelLinear gate_up;  // parts gate and up, each [ffn_shard, hidden]
     RowParallelLinear down;              // [hidden, ffn_shard]
+    std::vector<float> post_ffn_norm;    // [hidden] (Architecture::post_norms), else empty
+    std::vector<float> inv_freq;         // [D / 2] this layer's RoPE frequencies
+    int sliding_window = 0;              // keys attended back from a position; 0: all
   };
 
   LlamaModel(const ModelConfig& config, const ShardPlan& shard) : config_(config), shard_(shard) {}
   Status LayerForward(const Layer& layer, const ForwardBatch& batch, const LayerKvCache& cache, ThreadPool* pool,
                       Communicator& comm);
 
+  // Loads layer l's tensors by the architecture's names and layout.
+  static StatusOr<Layer> LoadLayer(const ModelConfig& config, const WeightSource& weights, const ShardPlan& shard,
+                                   int l, bool merge_column_parallel);
+
   ModelConfig config_;
   ShardPlan shard_;
-  std::vector<float> inv_freq_;  // [D / 2]
   VocabParallelEmbedding embedding_;
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;  // [hidden]

@@ -20,6 +20,11 @@ StatusOr<MergedColumnParallelLinear> MergedColumnParallelLinear::Load(const Weig
                                                           part.row_begin, part.row_end, 0, in_features));
     layer.part_rows_.push_back(slice.rows());
     slices.push_back(std::move(slice));
+    std::vector<float> bias;
+    if (!part.bias.empty()) {
+      ASSIGN_OR_RETURN(bias, LoadVectorSlice(weights, part.bias, part.out_features, part.row_begin, part.row_end));
+    }
+    layer.biases_.push_back(std::move(bias));
   }
   for (int i = 0; i < static_cast<int>(slices.size()); ++i) {
     if (merge && !layer.stacks_.empty() && layer.stacks_.back().matrix.type == slices[i].type()) {
@@ -53,6 +58,7 @@ StatusOr<MergedColumnParallelLinear> MergedColumnParallelLinear::Load(const Weig
 int64_t MergedColumnParallelLinear::bytes() const {
   int64_t bytes = 0;
   for (const Stack& stack : stacks_) bytes += stack.tensor.data ? stack.tensor.nbytes() : 0;
+  for (const std::vector<float>& bias : biases_) bytes += static_cast<int64_t>(bias.size() * sizeof(float));
   return bytes;
 }
 
@@ -78,6 +84,14 @@ void MergedColumnParallelLinear::Forward(const float* x, int64_t num_tokens, std
         std::memcpy(outs[i] + t * part_rows_[i], src, part_rows_[i] * sizeof(float));
         src += part_rows_[i];
       }
+    }
+  }
+  for (int i = 0; i < num_parts(); ++i) {
+    const std::vector<float>& bias = biases_[i];
+    if (bias.empty()) continue;
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      float* row = outs[i] + t * part_rows_[i];
+      for (int64_t r = 0; r < part_rows_[i]; ++r) row[r] += bias[r];
     }
   }
 }

@@ -5,6 +5,11 @@
 // whatever rows sit beside it (kernels/cpu/matmul.h), so each part's output is bitwise what a separate
 // MatMul on its own slice gives, and the stack holds exactly the bytes of the separate slices.
 //
+// A part may sit inside a bigger tensor (Phi-3's attn_qkv holds Q, K and V): its rows are then the
+// tensor's rows [row_begin, row_end) with out_features the tensor's row count, so a rank takes its own
+// heads of each part, never a contiguous slice of the fused tensor. A part may carry a bias (Qwen 2's
+// Q/K/V), added to its output rows after the matmul.
+//
 // Only weights of one stored type can share a matrix: consecutive parts of the same type are stacked, and
 // a change of type starts a new matrix (a model with Q4_1 Q/K and a Q8_0 V runs two matmuls).
 #pragma once
@@ -30,12 +35,14 @@ class MergedColumnParallelLinear {
     int64_t out_features = 0;
     int64_t row_begin = 0;
     int64_t row_end = 0;
+    std::string bias = {};  // a vector [out_features] whose [row_begin, row_end) is added; "" for none
   };
 
   MergedColumnParallelLinear() = default;
   // Loads each part's slice (WeightSlice::Load) and stacks runs of equal type. merge = false gives every
   // part its own matrix: the unmerged layout, for A/B comparisons.
-  // Errors: WeightSlice::Load's (NOT_FOUND, DATA_LOSS, the reader's).
+  // Errors: WeightSlice::Load's (NOT_FOUND, DATA_LOSS, the reader's); a missing bias is NOT_FOUND, one
+  // that is not a vector of out_features is DATA_LOSS.
   static StatusOr<MergedColumnParallelLinear> Load(const WeightSource& weights, const std::vector<Part>& parts,
                                                    int64_t in_features, bool merge = true);
 
@@ -58,7 +65,8 @@ class MergedColumnParallelLinear {
   };
 
   std::vector<Stack> stacks_;
-  std::vector<int64_t> part_rows_;  // [num_parts]
+  std::vector<int64_t> part_rows_;          // [num_parts]
+  std::vector<std::vector<float>> biases_;  // [num_parts][out_shard(i)], empty for a part without bias
   int64_t in_features_ = 0;
 };
 

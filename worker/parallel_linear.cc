@@ -13,6 +13,18 @@
 
 namespace tpserve {
 
+StatusOr<std::vector<float>> LoadVectorSlice(const WeightSource& weights, const std::string& name, int64_t size,
+                                             int64_t begin, int64_t end) {
+  const TensorInfo* info = weights.Find(name);
+  if (info == nullptr) return NotFound("model has no tensor " + name);
+  if (info->shape.size() != 1 || info->shape[0] != size) {
+    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
+  }
+  if (begin == end) return std::vector<float>();
+  ASSIGN_OR_RETURN(HostTensor slice, weights.ReadCols(name, begin, end));
+  return slice.ToF32();
+}
+
 StatusOr<WeightSlice> WeightSlice::Load(const WeightSource& weights, const std::string& name, int64_t rows,
                                         int64_t cols, int64_t row_begin, int64_t row_end, int64_t col_begin,
                                         int64_t col_end) {

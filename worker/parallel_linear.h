@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "common/status.h"
@@ -47,6 +48,11 @@ class WeightSlice {
   HostTensor tensor_;
   WeightMatrix matrix_;
 };
+
+// Elements [begin, end) of the vector `name` of `size` elements (a norm, or this rank's rows of a bias), as
+// f32. Errors: NOT_FOUND (missing tensor), DATA_LOSS (not a vector of `size`), or the reader's error.
+StatusOr<std::vector<float>> LoadVectorSlice(const WeightSource& weights, const std::string& name, int64_t size,
+                                             int64_t begin, int64_t end);
 
 class RowParallelLinear {
  public:

@@ -93,13 +93,18 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
   }
 
   std::vector<int32_t> prompt = flags.prompt_ids;
+  int32_t end_of_turn = config.eot_id;  // where a chat answer ends
   if (flags.has_prompt()) {
     std::string text = flags.prompt;
+    bool add_bos = config.add_bos;
     if (flags.chat) {
-      text = RenderChat(DetectChatFormat(config.chat_template), {ChatMessage{"user", flags.prompt}},
-                        /*add_generation_prompt=*/true);
+      const ChatFormat format = DetectChatFormat(
+          config.chat_template, [&](std::string_view piece) { return tokenizer->TokenId(piece).has_value(); });
+      text = RenderChat(format, {ChatMessage{"user", flags.prompt}}, /*add_generation_prompt=*/true);
+      add_bos = false;  // as PromptBuilder: a format that starts with BOS (Gemma's <bos>) writes it
+      if (std::optional<int32_t> eot = tokenizer->TokenId(EndOfTurnToken(format))) end_of_turn = *eot;
     }
-    prompt = tokenizer->Encode(text, config.add_bos, /*parse_special=*/flags.chat);
+    prompt = tokenizer->Encode(text, add_bos, /*parse_special=*/flags.chat);
   }
 
   GenerateOptions generate;
@@ -107,12 +112,12 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
   generate.sampling = flags.sampling;
   generate.ignore_eos = flags.ignore_eos;
   if (config.eos_id >= 0) generate.stop_ids.push_back(config.eos_id);
-  if (config.eot_id >= 0) generate.stop_ids.push_back(config.eot_id);
+  if (end_of_turn >= 0) generate.stop_ids.push_back(end_of_turn);
   std::unique_ptr<StreamDecoder> decoder;
   if (!flags.print_ids) {
     decoder = std::make_unique<StreamDecoder>(*tokenizer);
     generate.on_token = [&](int32_t id) {
-      if (!flags.ignore_eos && (id == config.eos_id || id == config.eot_id)) return;
+      if (!flags.ignore_eos && (id == config.eos_id || id == end_of_turn)) return;
       std::cout << decoder->Push(id) << std::flush;
     };
   }

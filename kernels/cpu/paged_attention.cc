@@ -17,14 +17,16 @@ inline void Axpy(float w, const float* v, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] += w * v[i];
 }
 
-// One (token, head): two passes over the keys 0..p in position order.
+// One (token, head): two passes over the keys first..p in position order (first = 0, or the window's start).
 // Scores q·k in the canonical 16-lane order of the active level's dot_rows (kernels/cpu/simd/canonical_dot.cc),
 // softmax with PortableExpF in position order, values accumulated element-wise in position order.
 void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<float>* scores) {
   const auto dot_rows = internal::ActiveKernels().dot_rows;
   const int64_t D = a.head_dim, bs = a.block_size;
   const int64_t kvh = a.kv_head_of_q[h];
-  const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;
+  const int64_t end = static_cast<int64_t>(a.positions[t]) + 1;  // keys [first, end)
+  const int64_t first = a.sliding_window > 0 ? std::max<int64_t>(0, end - a.sliding_window) : 0;
+  const int64_t num_keys = end - first;
   const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[t]) * a.max_blocks_per_seq;
   const float* q = a.q + (t * a.num_heads + h) * D;
   float* out = a.out + (t * a.num_heads + h) * D;
@@ -37,9 +39,9 @@ void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<fl
   float* s = scores->data();
   float max = -INFINITY;
   // A block's positions are contiguous in the cache (stride Hkv · D): one dot_rows call per block.
-  for (int64_t j = 0; j < num_keys;) {
-    const int64_t rows = std::min(bs - j % bs, num_keys - j);
-    dot_rows(q, a.k_cache + offset(j), a.num_kv_heads * D, rows, D, s + j);
+  for (int64_t j = first; j < end;) {
+    const int64_t rows = std::min(bs - j % bs, end - j);
+    dot_rows(q, a.k_cache + offset(j), a.num_kv_heads * D, rows, D, s + (j - first));
     j += rows;
   }
   for (int64_t j = 0; j < num_keys; ++j) {
@@ -52,7 +54,7 @@ void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, std::vector<fl
     sum += s[j];
   }
   std::memset(out, 0, D * sizeof(float));
-  for (int64_t j = 0; j < num_keys; ++j) Axpy(s[j], a.v_cache + offset(j), D, out);
+  for (int64_t j = 0; j < num_keys; ++j) Axpy(s[j], a.v_cache + offset(first + j), D, out);
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < D; ++i) out[i] *= inv;
 }

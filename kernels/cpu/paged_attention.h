@@ -14,7 +14,9 @@ struct PagedAttentionArgs {
   const float* k_cache = nullptr;       // [num_blocks, block_size, Hkv, D]
   const float* v_cache = nullptr;       // [num_blocks, block_size, Hkv, D]
   const int32_t* token_seq = nullptr;   // [T] the token's sequence index s in [0, S)
-  const int32_t* positions = nullptr;   // [T] absolute position p: attends keys at 0..p (causal)
+  const int32_t* positions = nullptr;   // [T] absolute position p: attends keys at 0..p (causal), or at
+                                        // p - sliding_window + 1..p
+
   const int32_t* block_tables = nullptr;  // [S, max_blocks_per_seq] physical block ids
   const int32_t* kv_head_of_q = nullptr;  // [H] local KV head read by each local query head
   int64_t max_blocks_per_seq = 0;
@@ -23,11 +25,12 @@ struct PagedAttentionArgs {
   int64_t num_kv_heads = 0;  // Hkv
   int64_t head_dim = 0;      // D
   int64_t block_size = 0;
+  int64_t sliding_window = 0;  // > 0: a token attends the last sliding_window positions (itself included)
   float scale = 1.0f;        // usually 1/sqrt(D)
   float* out = nullptr;      // [T, H, D]
 };
 
-// REQUIRES: the K/V of every position 0..positions[t] of token t's sequence are in the cache
+// REQUIRES: the K/V of every position attended by token t (see positions) are in the cache
 // (WriteKvCache for this step's tokens runs first). Each (token, head) is reduced in the same
 // order whatever the batch, so results are batch invariant.
 void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool);

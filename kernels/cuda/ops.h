@@ -27,6 +27,15 @@ void ApplyRope(float* x, const int32_t* positions, int64_t num_tokens, int64_t n
 // out[i] = silu(gate[i]) * up[i]; out may alias gate or up. gate, up, out: [n]
 void SiluMul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream);
 
+// out[i] = gelu_tanh(gate[i]) * up[i] (kernels/cpu/gelu_tanh_mul.h); out may alias gate or up. gate, up, out: [n]
+void GeluTanhMul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream);
+
+// x[r, i] += bias[i] (a column-parallel layer's bias). x: [num_rows, n], bias: [n]
+void AddBias(float* x, const float* bias, int64_t num_rows, int64_t n, cudaStream_t stream);
+
+// x[i] *= s (Gemma's embedding scale). x: [n]
+void Scale(float* x, int64_t n, float s, cudaStream_t stream);
+
 // Vocab-parallel lookup (zeros outside the shard). ids: [T], out: [T, table.cols]
 void EmbeddingLookup(const WeightMatrix& table, int64_t vocab_begin, const int32_t* ids, int64_t num_tokens,
                      float* out, cudaStream_t stream);
@@ -40,7 +49,8 @@ void GatherRows(const float* x, const int32_t* rows, int64_t num_rows, int64_t d
 // In-place softmax of each row. x: [num_rows, n]
 void Softmax(float* x, int64_t num_rows, int64_t n, cudaStream_t stream);
 
-// Paged attention over a mixed prefill/decode batch; fixed per-(token, head) order.
+// Paged attention over a mixed prefill/decode batch (args.sliding_window > 0: the last that many keys of
+// each token only); fixed per-(token, head) order.
 // REQUIRES: head_dim <= 256.
 void PagedAttention(const PagedAttentionArgs& args, cudaStream_t stream);
 

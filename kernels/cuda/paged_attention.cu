@@ -9,7 +9,8 @@ namespace {
 constexpr int kThreads = 128;     // keys per tile, and threads per (token, head)
 constexpr int kMaxDimPerThread = 2;  // head_dim <= kThreads * kMaxDimPerThread
 
-// One block per (token, head): online softmax over tiles of kThreads keys in position order.
+// One block per (token, head): online softmax over tiles of kThreads keys in position order, from the
+// first key of the token's window (0 without one).
 // Thread j of a tile scores key j; then each thread owns output dims d = tid, tid + kThreads and
 // folds the tile's values in key order. Every (token, head) runs the same sequence whatever the batch.
 __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
@@ -21,7 +22,8 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
   const int64_t t = blockIdx.x / a.num_heads, h = blockIdx.x % a.num_heads;
   const int64_t D = a.head_dim, bs = a.block_size;
   const int64_t kvh = a.kv_head_of_q[h];
-  const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;
+  const int64_t num_keys = static_cast<int64_t>(a.positions[t]) + 1;  // keys [first, num_keys)
+  const int64_t first = a.sliding_window > 0 && num_keys > a.sliding_window ? num_keys - a.sliding_window : 0;
   const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[t]) * a.max_blocks_per_seq;
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) q[d] = a.q[(t * a.num_heads + h) * D + d];
   __syncthreads();
@@ -29,7 +31,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
   auto offset = [&](int64_t j) { return ((table[j / bs] * bs + j % bs) * a.num_kv_heads + kvh) * D; };
   float running_max = -INFINITY, running_sum = 0.0f;
   float acc[kMaxDimPerThread] = {0.0f, 0.0f};
-  for (int64_t tile = 0; tile < num_keys; tile += kThreads) {
+  for (int64_t tile = first; tile < num_keys; tile += kThreads) {
     const int64_t j = tile + threadIdx.x;
     float score = -INFINITY;
     if (j < num_keys) {

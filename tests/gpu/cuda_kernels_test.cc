@@ -11,6 +11,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gelu_tanh_mul.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/paged_attention.h"
@@ -110,6 +111,31 @@ TEST(CudaKernelsTest, SiluMulAndSoftmaxMatchCpu) {
   cuda::Softmax(dl.get(), rows, cols, nullptr);
   for (int64_t r = 0; r < rows; ++r) Softmax(logits.data() + r * cols, cols);
   ExpectNear(dl.ToHost(), logits, 1e-4, 1e-9, "softmax");
+}
+
+// Gemma's activation, Qwen's biases, Gemma's embedding scale: the CPU model's loops.
+TEST(CudaKernelsTest, GeluTanhMulAddBiasAndScaleMatchCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  const int64_t rows = 7, n = 211;
+  const auto gate = Random(rows * n, &rng, 3.0f), up = Random(rows * n, &rng), bias = Random(n, &rng);
+  std::vector<float> want(rows * n);
+  GeluTanhMul(gate.data(), up.data(), rows * n, want.data());
+  DeviceVector<float> dg(gate), du(up), dout{std::vector<float>(rows * n)};
+  cuda::GeluTanhMul(dg.get(), du.get(), rows * n, dout.get(), nullptr);
+  ExpectNear(dout.ToHost(), want, 1e-5, 1e-7, "gelu_tanh_mul");
+
+  std::vector<float> biased = gate;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) biased[r * n + i] += bias[i];
+  DeviceVector<float> db(bias);
+  cuda::AddBias(dg.get(), db.get(), rows, n, nullptr);
+  ExpectNear(dg.ToHost(), biased, 0, 0, "add_bias");
+
+  const float scale = std::sqrt(640.0f);
+  for (float& x : biased) x *= scale;
+  cuda::Scale(dg.get(), rows * n, scale, nullptr);
+  ExpectNear(dg.ToHost(), biased, 0, 0, "scale");
 }
 
 TEST(CudaKernelsTest, EmbeddingMatchesCpuForEveryType) {
@@ -228,6 +254,9 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   args.head_dim = D;
   args.block_size = bs;
   args.scale = 0.125f;
+  // Full attention, a window inside one tile, a window spanning two tiles of 128 keys.
+  for (int64_t window : {0, 7, 130}) {
+  args.sliding_window = window;
   std::vector<float> want(T * H * D);
   PagedAttentionArgs cpu = args;
   cpu.q = q.data();
@@ -253,7 +282,8 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   gpu.kv_head_of_q = dkvh.get();
   gpu.out = dout.get();
   cuda::PagedAttention(gpu, nullptr);
-  ExpectNear(dout.ToHost(), want, 1e-4, 1e-5, "paged_attention");
+  ExpectNear(dout.ToHost(), want, 1e-4, 1e-5, window == 0 ? "paged_attention" : "windowed paged_attention");
+  }
 }
 
 // The GPU's activation blocks are the CPU's, bit for bit (same scale, rounding and sums), so the

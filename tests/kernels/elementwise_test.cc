@@ -1,4 +1,4 @@
-// RmsNorm, ApplyRope, SiluMul, Softmax, EmbeddingLookup and WriteKvCache against float64 loops.
+// RmsNorm, ApplyRope, SiluMul, GeluTanhMul, Softmax, EmbeddingLookup and WriteKvCache against float64 loops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gelu_tanh_mul.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -91,6 +92,26 @@ TEST(SiluMulTest, MatchesFloat64) {
   }
   std::vector<float> alias = gate;
   SiluMul(alias.data(), up.data(), n, alias.data());
+  EXPECT_EQ(alias, out);
+}
+
+// Against the tanh form itself (the kernel uses the equivalent sigmoid form), over large inputs too.
+TEST(GeluTanhMulTest, MatchesFloat64) {
+  std::mt19937 rng(5);
+  const int64_t n = 1537;
+  std::vector<float> gate = Random(n, &rng, 6.0f);
+  gate[0] = 40.0f;
+  gate[1] = -40.0f;
+  const std::vector<float> up = Random(n, &rng);
+  std::vector<float> out(n);
+  GeluTanhMul(gate.data(), up.data(), n, out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    const double want = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+    ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(g * up[i]) + 1e-7) << i << " gate " << g;
+  }
+  std::vector<float> alias = gate;
+  GeluTanhMul(alias.data(), up.data(), n, alias.data());
   EXPECT_EQ(alias, out);
 }
 

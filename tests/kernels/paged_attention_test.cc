@@ -1,5 +1,6 @@
 // PagedAttention on a mixed batch (prefill chunk over a cached prefix, a decode, a fresh prefill)
-// against float64 attention over contiguous K/V, plus placement and batch invariance.
+// against float64 attention over contiguous K/V, with and without a sliding window, plus placement and
+// batch invariance.
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@ struct Problem {
   std::vector<float> q;  // [T, H, D]
   std::vector<int32_t> token_seq, positions, kv_head_of_q;
   int64_t T = 0;
+  int64_t window = 0;  // sliding window (0: none)
 };
 
 Problem MakeProblem(int64_t H, int64_t Hkv, int64_t D, int64_t block_size, std::vector<SeqSpec> seqs, uint32_t seed) {
@@ -104,6 +106,7 @@ std::vector<float> RunAttention(const Problem& p, const PagedCache& c, ThreadPoo
   a.num_kv_heads = p.Hkv;
   a.head_dim = p.D;
   a.block_size = p.block_size;
+  a.sliding_window = p.window;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.D)));
   a.out = out.data();
   PagedAttention(a, pool);
@@ -113,13 +116,14 @@ std::vector<float> RunAttention(const Problem& p, const PagedCache& c, ThreadPoo
 void ExpectMatchesFloat64(const Problem& p, const std::vector<float>& out) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(p.D));
   for (int64_t t = 0; t < p.T; ++t) {
-    const int64_t s = p.token_seq[t], num_keys = p.positions[t] + 1;
+    const int64_t s = p.token_seq[t], end = p.positions[t] + 1;
+    const int64_t first = p.window > 0 ? std::max<int64_t>(0, end - p.window) : 0;
     for (int64_t h = 0; h < p.H; ++h) {
       const int64_t kvh = h / (p.H / p.Hkv);
       const float* q = p.q.data() + (t * p.H + h) * p.D;
-      std::vector<double> w(num_keys);
+      std::vector<double> w(end, -INFINITY);
       double max = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < num_keys; ++j) {
+      for (int64_t j = first; j < end; ++j) {
         const float* k = p.k[s].data() + (j * p.Hkv + kvh) * p.D;
         double dot = 0;
         for (int64_t d = 0; d < p.D; ++d) dot += static_cast<double>(q[d]) * k[d];
@@ -129,7 +133,7 @@ void ExpectMatchesFloat64(const Problem& p, const std::vector<float>& out) {
       for (double& x : w) sum += (x = std::exp(x - max));
       for (int64_t d = 0; d < p.D; ++d) {
         double want = 0;
-        for (int64_t j = 0; j < num_keys; ++j) want += w[j] / sum * p.v[s][(j * p.Hkv + kvh) * p.D + d];
+        for (int64_t j = first; j < end; ++j) want += w[j] / sum * p.v[s][(j * p.Hkv + kvh) * p.D + d];
         ASSERT_NEAR(out[(t * p.H + h) * p.D + d], want, 2e-5) << "token " << t << " head " << h << " dim " << d;
       }
     }
@@ -149,6 +153,25 @@ TEST(PagedAttentionTest, MixedBatchMatchesFloat64ForGqaShapes) {
     ThreadPool pool(2);
     ExpectMatchesFloat64(p, RunAttention(p, c, &pool));
   }
+}
+
+// A window of 6 keys (inside and across blocks of 4); the positions before every token's window are
+// poisoned in the cache, so reading one would turn the output into NaN.
+TEST(PagedAttentionTest, SlidingWindowMatchesFloat64AndReadsNothingBefore) {
+  Problem p = MakeProblem(4, 1, 32, 4, {{5, 9}, {40, 1}, {0, 3}}, 14);
+  p.window = 6;
+  PagedCache c = Place(p, /*shuffle=*/true, 5);
+  const int64_t row = p.Hkv * p.D;
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const int64_t first_attended = std::max<int64_t>(0, p.seqs[s].num_cached + 1 - p.window);
+    for (int64_t pos = 0; pos < first_attended; ++pos) {
+      const int64_t slot = c.block_tables[s * c.max_blocks + pos / p.block_size] * p.block_size + pos % p.block_size;
+      std::fill_n(c.k.begin() + slot * row, row, NAN);
+      std::fill_n(c.v.begin() + slot * row, row, NAN);
+    }
+  }
+  ThreadPool pool(2);
+  ExpectMatchesFloat64(p, RunAttention(p, c, &pool));
 }
 
 TEST(PagedAttentionTest, ShuffledPlacementEqualsContiguousPlacementBitwise) {

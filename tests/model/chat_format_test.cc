@@ -1,9 +1,11 @@
 // Chat rendering of a 3-turn conversation against the published layouts (written out here) and
-// against the templates themselves rendered by jinja2 (tests/data/tokenizer_golden_chat.txt).
+// against the templates themselves (SmolLM2's, Llama 2's, Llama 3's, Qwen 2.5's, Phi-3's, Gemma 3's)
+// rendered by jinja2 (tests/data/tokenizer_golden_chat.txt).
 #include "model/chat_format.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -30,6 +32,15 @@ constexpr const char* kSmolLmTemplate =
     "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
     "' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+// Qwen2.5-Instruct's template without its tool-call branches (as scripts/gen_tokenizer_golden.py renders it).
+constexpr const char* kQwen25Template =
+    "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+    "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+    "helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if (message.role == \"user\") "
+    "or (message.role == \"system\" and not loop.first) or (message.role == \"assistant\" and not "
+    "message.tool_calls) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
 std::map<std::string, std::string> ReadChatGolden() {
   std::map<std::string, std::string> golden;
@@ -64,6 +75,13 @@ TEST(ChatFormatTest, Llama2PublishedLayout) {
   EXPECT_EQ(RenderChat(ChatFormat::kLlama2, {{"user", "  padded  "}}, true), "<s>[INST] padded [/INST]");
 }
 
+TEST(ChatFormatTest, GemmaAndPhi3PublishedLayouts) {
+  EXPECT_EQ(RenderChat(ChatFormat::kGemma, {{"system", "Be brief."}, {"user", " Hi \n"}}, true),
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(RenderChat(ChatFormat::kPhi3, {{"user", "Hi"}, {"tool", "ignored"}}, true),
+            "<|user|>\nHi<|end|>\n<|assistant|>\n");
+}
+
 TEST(ChatFormatTest, Llama3PublishedLayout) {
   EXPECT_EQ(RenderChat(ChatFormat::kLlama3, kWithSystem, true),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
@@ -75,7 +93,9 @@ TEST(ChatFormatTest, Llama3PublishedLayout) {
 
 TEST(ChatFormatTest, MatchesTemplatesRenderedByJinja2) {
   const auto golden = ReadChatGolden();
-  ASSERT_EQ(golden.size(), 6u);
+  ASSERT_EQ(golden.size(), 14u);
+  const std::string qwen_system = DefaultSystemPrompt(kQwen25Template);
+  EXPECT_EQ(qwen_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
   const std::string system = DefaultSystemPrompt(kSmolLmTemplate);
   EXPECT_EQ(system, kSmolLmDefaultSystem);
   for (const auto& [suffix, messages] : {std::pair{"with_system", kWithSystem}, std::pair{"no_system", kNoSystem}}) {
@@ -83,6 +103,10 @@ TEST(ChatFormatTest, MatchesTemplatesRenderedByJinja2) {
     EXPECT_EQ(RenderChat(ChatFormat::kChatML, messages, true, system), golden.at("chatml_" + name)) << name;
     EXPECT_EQ(RenderChat(ChatFormat::kLlama2, messages, true), golden.at("llama2_" + name)) << name;
     EXPECT_EQ(RenderChat(ChatFormat::kLlama3, messages, true), golden.at("llama3_" + name)) << name;
+    EXPECT_EQ(RenderChat(ChatFormat::kChatML, messages, true, qwen_system), golden.at("qwen25_" + name)) << name;
+    EXPECT_EQ(RenderChat(ChatFormat::kPhi3, messages, true), golden.at("phi3_" + name)) << name;
+    EXPECT_EQ(RenderChat(ChatFormat::kPhi3, messages, false), golden.at("phi3_" + name + "_closed")) << name;
+    EXPECT_EQ(RenderChat(ChatFormat::kGemma, messages, true), golden.at("gemma3_" + name)) << name;
   }
 }
 
@@ -92,6 +116,20 @@ TEST(ChatFormatTest, DetectAndEndOfTurn) {
   EXPECT_EQ(DetectChatFormat("{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"),
             ChatFormat::kLlama3);
   EXPECT_EQ(DetectChatFormat(""), ChatFormat::kChatML);
+  EXPECT_EQ(DetectChatFormat(kQwen25Template), ChatFormat::kChatML);
+  EXPECT_EQ(DetectChatFormat("{{ '<start_of_turn>' + role + '\\n' }}"), ChatFormat::kGemma);
+  EXPECT_EQ(DetectChatFormat("{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}"), ChatFormat::kPhi3);
+  EXPECT_STREQ(EndOfTurnToken(ChatFormat::kGemma), "<end_of_turn>");
+  // Without a template, by the vocabulary's turn markers; the template wins when there is one.
+  auto vocab = [](std::vector<std::string> pieces) {
+    return [pieces](std::string_view p) { return std::find(pieces.begin(), pieces.end(), p) != pieces.end(); };
+  };
+  EXPECT_EQ(DetectChatFormat("", vocab({"<bos>", "<start_of_turn>", "<end_of_turn>"})), ChatFormat::kGemma);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<|user|>", "<|end|>", "<|assistant|>"})), ChatFormat::kPhi3);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<|start_header_id|>"})), ChatFormat::kLlama3);
+  EXPECT_EQ(DetectChatFormat("", vocab({"<s>"})), ChatFormat::kChatML);
+  EXPECT_EQ(DetectChatFormat(kSmolLmTemplate, vocab({"<start_of_turn>"})), ChatFormat::kChatML);
+  EXPECT_STREQ(EndOfTurnToken(ChatFormat::kPhi3), "<|end|>");
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kChatML), "<|im_end|>");
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kLlama2), "</s>");
   EXPECT_STREQ(EndOfTurnToken(ChatFormat::kLlama3), "<|eot_id|>");

@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "model/gguf_file.h"
+#include "model/gguf_writer.h"
+#include "model/synthetic_model.h"
 
 namespace tpserve {
 namespace {
@@ -90,7 +92,9 @@ TEST(ModelConfigTest, ValidateNamesTheBadField) {
          c->rope_scaling.enabled = true;
          c->rope_scaling.high_freq_factor = 0.5f;
        }},
-      {"architecture", [](ModelConfig* c) { c->architecture = "qwen2"; }},
+      {"architecture", [](ModelConfig* c) { c->architecture = "falcon"; }},
+      {"sliding_window", [](ModelConfig* c) { c->sliding_window = -1; }},
+      {"rope_scaling.linear_factor", [](ModelConfig* c) { c->rope_scaling.linear_factor = 0.5f; }},
   };
   for (const Case& tc : cases) {
     ModelConfig c = SmallConfig();
@@ -99,6 +103,60 @@ TEST(ModelConfigTest, ValidateNamesTheBadField) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << tc.field;
     EXPECT_NE(s.message().find(tc.field), std::string::npos) << s.message();
   }
+}
+
+StatusOr<ModelConfig> ReadBack(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  return ModelConfigFromGguf(*file);
+}
+
+TEST(ModelConfigTest, UnsupportedArchitectureIsUnimplementedListingTheSupportedOnes) {
+  const std::string path = ::testing::TempDir() + "/tpserve_config_falcon.gguf";
+  GgufWriter w;
+  w.SetString("general.architecture", "falcon");
+  ASSERT_TRUE(w.Open(path).ok());
+  ASSERT_TRUE(w.Finish().ok());
+  StatusOr<ModelConfig> c = ReadBack(path);
+  ASSERT_EQ(c.status().code(), StatusCode::kUnimplemented) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("\"falcon\""), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("supported: llama, qwen2, qwen3, phi3, gemma3"), std::string::npos)
+      << c.status().message();
+}
+
+// Each architecture's synthetic file reads back with its own keys: layout, window, local RoPE base.
+TEST(ModelConfigTest, ArchitecturesReadBackFromTheirKeys) {
+  for (const char* preset : {"mistral-tiny", "qwen2-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny"}) {
+    SyntheticModelOptions o;
+    o.config = *SyntheticPreset(preset);
+    const std::string path = ::testing::TempDir() + "/tpserve_config_" + preset + ".gguf";
+    ASSERT_TRUE(WriteSyntheticGguf(o, path).ok()) << preset;
+    StatusOr<ModelConfig> c = ReadBack(path);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    const ModelConfig& want = o.config;
+    EXPECT_EQ(c->architecture, want.architecture) << preset;
+    EXPECT_EQ(c->head_dim, want.head_dim) << preset;
+    EXPECT_EQ(c->num_kv_heads, want.num_kv_heads) << preset;
+    EXPECT_EQ(c->sliding_window, want.sliding_window) << preset;
+    EXPECT_EQ(c->rope_theta_local, want.rope_theta_local) << preset;
+    EXPECT_EQ(c->tied_embeddings, want.tied_embeddings) << preset;
+    EXPECT_EQ(c->rope_layout, want.architecture == "llama" ? RopeLayout::kInterleaved : RopeLayout::kHalf) << preset;
+  }
+}
+
+// Gemma 3: layers 0-4 slide with the local RoPE base, layer 5 is global with the file's base.
+TEST(ModelConfigTest, GemmaLayerKindsAndRopeBases) {
+  ModelConfig c = *SyntheticPreset("gemma3-tiny");
+  ASSERT_TRUE(c.Validate().ok());
+  for (int l = 0; l < 6; ++l) EXPECT_EQ(c.IsSlidingLayer(l), l != 5) << l;
+  EXPECT_FLOAT_EQ(c.RopeInverseFrequencies(0)[1], std::pow(10000.0, -2.0 / c.head_dim));
+  EXPECT_FLOAT_EQ(c.RopeInverseFrequencies(5)[1], std::pow(1000000.0, -2.0 / c.head_dim));
+  c.rope_scaling.linear_factor = 8;  // Gemma 3 4B+: linear scaling on the global layers only
+  EXPECT_FLOAT_EQ(c.RopeInverseFrequencies(0)[1], std::pow(10000.0, -2.0 / c.head_dim));
+  EXPECT_FLOAT_EQ(c.RopeInverseFrequencies(5)[1], std::pow(1000000.0, -2.0 / c.head_dim) / 8);
+  c.sliding_window = 0;  // no window: every layer global
+  EXPECT_FALSE(c.IsSlidingLayer(0));
+  ModelConfig mistral = *SyntheticPreset("mistral-tiny");
+  EXPECT_TRUE(mistral.IsSlidingLayer(0) && mistral.IsSlidingLayer(5));
 }
 
 TEST(ModelConfigTest, RopeFrequenciesWithoutScaling) {

@@ -158,6 +158,13 @@ TEST(SafetensorsTest, NameMapping) {
   EXPECT_EQ(HfToGgufName("model.layers.0.post_attention_layernorm.weight"), "blk.0.ffn_norm.weight");
   EXPECT_EQ(HfToGgufName("model.layers.3.mlp.down_proj.weight"), "blk.3.ffn_down.weight");
   EXPECT_EQ(HfToGgufName("model.layers.3.self_attn.rotary_emb.inv_freq"), "");
+  EXPECT_EQ(HfToGgufName("model.layers.2.self_attn.k_proj.bias"), "blk.2.attn_k.bias");
+  EXPECT_EQ(HfToGgufName("model.layers.2.self_attn.q_norm.weight"), "blk.2.attn_q_norm.weight");
+  for (const char* hf : {"model.embed_tokens.weight", "model.layers.12.mlp.gate_proj.weight",
+                         "model.layers.0.self_attn.v_proj.bias", "model.layers.7.self_attn.k_norm.weight"}) {
+    EXPECT_EQ(GgufToHfName(HfToGgufName(hf)), hf);
+  }
+  EXPECT_EQ(GgufToHfName("blk.1.post_ffw_norm.weight"), "");
   EXPECT_EQ(HfToGgufName("model.layers.x.mlp.up_proj.weight"), "");
   EXPECT_EQ(HfToGgufName("model.layers.01.mlp.up_proj.weight"), "");
   EXPECT_EQ(HfToGgufName("model.layers.1"), "");
@@ -198,7 +205,9 @@ TEST(SafetensorsTest, HfConfigFields) {
     StatusCode code;
   };
   const Bad bad[] = {
-      {R"({"model_type": "qwen2", "hidden_size": 64})", StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma3_text", "hidden_size": 64})", StatusCode::kUnimplemented},
+      {R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+           "num_attention_heads": 4, "vocab_size": 300, "use_sliding_window": true})", StatusCode::kUnimplemented},
       {R"({"model_type": "llama", "hidden_size": 64})", StatusCode::kDataLoss},
       {R"({"model_type": "llama", "hidden_size": "64", "intermediate_size": 1, "num_hidden_layers": 1,
            "num_attention_heads": 4, "vocab_size": 300})", StatusCode::kDataLoss},

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "model/bpe_tokenizer.h"
+#include "model/chat_format.h"
 #include "model/gguf_writer.h"
 #include "model/pretokenizer.h"
 #include "model/unicode.h"
@@ -102,6 +103,48 @@ TEST(TokenizerTest, HfDirSentencePieceStyleMatchesHfTokenizers) {
   EXPECT_EQ((*tok)->token_type(0), TokenType::kUnknown);
   EXPECT_EQ((*tok)->token_type(3 + 'A'), TokenType::kByte);
   ExpectGolden(**tok, "hf_spm_tiny");
+}
+
+// Gemma's layout: no space prepended, <start_of_turn>/<end_of_turn> special tokens, byte fallback.
+TEST(TokenizerTest, HfDirGemmaStyleMatchesHfTokenizers) {
+  auto tok = Tokenizer::FromHfDir(testing_tokenizer::kHfGemmaTinyDir);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->model(), TokenizerModel::kSpm);
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_EQ((*tok)->TokenId("<start_of_turn>"), 4);
+  ExpectGolden(**tok, "hf_gemma_tiny");
+  EXPECT_EQ((*tok)->Encode("<start_of_turn>user\n", /*add_bos=*/true),
+            (std::vector<int32_t>{2, 4, *(*tok)->TokenId("user"), *(*tok)->TokenId("\n")}));
+}
+
+// Gemma 3's own vocabulary (262k pieces, byte fallback, no prefix space, user-defined newline runs and
+// HTML tags) against HF's tokenizers run on it (scripts/gen_tokenizer_golden.py), and its chat turns.
+TEST(TokenizerTest, Gemma3MatchesHfTokenizers) {
+  auto file = GgufFile::Open(testing_tokenizer::kGemma3Path);
+  if (file.status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no " << testing_tokenizer::kGemma3Path << " (run scripts/fetch-model.sh gemma3)";
+  }
+  if (file.status().code() == StatusCode::kUnimplemented) {
+    GTEST_SKIP() << file.status().ToString() << " (this build lacks the file's weight types)";
+  }
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto tok = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->model(), TokenizerModel::kSpm);
+  EXPECT_EQ((*tok)->vocab_size(), 262144);
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_TRUE((*tok)->add_bos());
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  ExpectGolden(**tok, "gemma3");
+  const std::string prompt = RenderChat(ChatFormat::kGemma, {{"user", "Hi"}}, /*add_generation_prompt=*/true);
+  const std::vector<int32_t> ids = (*tok)->Encode(prompt, /*add_bos=*/false);
+  EXPECT_EQ(ids.front(), 2);  // <bos>, written by the format
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), *(*tok)->TokenId("<start_of_turn>")), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), *(*tok)->TokenId("<end_of_turn>")), 1);
+  EXPECT_EQ((*tok)->Decode(ids), prompt);
 }
 
 TEST(TokenizerTest, HfDirErrors) {
@@ -352,6 +395,47 @@ TEST(SpmTokenizerTest, FromGgufEqualsFromVocab) {
     EXPECT_EQ(a.Encode(text, true), b.Encode(text, true)) << text;
     EXPECT_EQ(a.Decode(a.Encode(text, false)), b.Decode(b.Encode(text, false)));
   }
+}
+
+// The Gemma-style vocabulary in a GGUF with add_space_prefix = false (as llama.cpp writes Gemma's):
+// the same ids as HF's tokenizers.
+TEST(SpmTokenizerTest, GemmaStyleFromGgufMatchesHfTokenizers) {
+  auto hf = Tokenizer::FromHfDir(testing_tokenizer::kHfGemmaTinyDir);
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  auto tok = LoadGgufTokenizer(WriteTokenizerGguf(
+      "gemma", (*hf)->vocab(), [](GgufWriter& w) { w.SetBool("tokenizer.ggml.add_space_prefix", false); }));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_FALSE((*tok)->strips_leading_space());
+  ExpectGolden(**tok, "hf_gemma_tiny");
+}
+
+// Phi-3: whitespace after its turn markers is dropped (llama.cpp's rule, keyed on general.name as it keys
+// it; HF marks those added tokens rstrip), but not after <s> or <|endoftext|>, nor for other models.
+TEST(SpmTokenizerTest, Phi3SpecialTokensStripTheWhitespaceAfterThem) {
+  TokenizerVocab v = HandMadeSpmVocab();
+  for (const char* piece : {"<|user|>", "<|end|>", "<|endoftext|>"}) {
+    v.pieces.push_back(piece);
+    v.types.push_back(TokenType::kControl);
+    v.scores.push_back(0);
+  }
+  const int32_t user = static_cast<int32_t>(v.pieces.size()) - 3, end = user + 1, eot = user + 2;
+  auto phi3 = LoadGgufTokenizer(
+      WriteTokenizerGguf("phi3", v, [](GgufWriter& w) { w.SetString("general.name", "Phi-3-mini-4k-instruct"); }));
+  auto other =
+      LoadGgufTokenizer(WriteTokenizerGguf("other", v, [](GgufWriter& w) { w.SetString("general.name", "x"); }));
+  ASSERT_TRUE(phi3.ok() && other.ok());
+  const std::string text = "<|user|>\n hello<|end|>\n<|endoftext|> hello";
+  const std::vector<int32_t> stripped = (*phi3)->Encode(text, false);
+  const std::vector<int32_t> kept = (*other)->Encode(text, false);
+  // <|user|> then "hello" as if the text started there; <|end|> directly followed by <|endoftext|>, whose
+  // following space stays.
+  std::vector<int32_t> want = {user};
+  for (int32_t id : (*phi3)->Encode("hello", false)) want.push_back(id);
+  want.push_back(end);
+  want.push_back(eot);
+  for (int32_t id : (*phi3)->Encode(" hello", false)) want.push_back(id);
+  EXPECT_EQ(stripped, want);
+  EXPECT_GT(kept.size(), stripped.size());  // another model keeps the newlines and the space
 }
 
 TEST(TokenizerTest, FromGgufErrors) {

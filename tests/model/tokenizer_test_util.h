@@ -16,10 +16,12 @@
 namespace tpserve::testing_tokenizer {
 
 inline constexpr const char* kSmolLmPath = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+inline constexpr const char* kGemma3Path = "models/gemma-3-270m-q4_k_m.gguf";
 inline constexpr const char* kGoldenPath = "tests/data/tokenizer_golden.txt";
 inline constexpr const char* kChatGoldenPath = "tests/data/tokenizer_golden_chat.txt";
 inline constexpr const char* kHfTinyDir = "tests/data/tokenizer_golden_hf_tiny";
 inline constexpr const char* kHfSpmTinyDir = "tests/data/tokenizer_golden_hf_spm_tiny";
+inline constexpr const char* kHfGemmaTinyDir = "tests/data/tokenizer_golden_hf_gemma_tiny";
 
 // SmolLM2's tokenizer, or nullptr when the model file has not been fetched (scripts/fetch-model.sh).
 inline const Tokenizer* SmolLm() {

@@ -76,4 +76,10 @@ if(TARGET tpserve-run AND NOT TPSERVE_SANITIZE)
            COMMAND ${MPI_TEST_DIR}/../testing/ids_equality_test.sh tp $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
   set_tests_properties(tp_equality_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # The same for Gemma 3 270M Q4_K_M (scripts/fetch-model.sh gemma3): 4 query heads and one KV head,
+  # held by every rank at --tp 4; sliding-window and global layers; K-quant and Q5_0 weights.
+  add_test(NAME tp_equality_gemma3_test
+           COMMAND ${MPI_TEST_DIR}/../testing/ids_equality_test.sh tp $<TARGET_FILE:tpserve-run>
+                   ${CMAKE_SOURCE_DIR}/models/gemma-3-270m-q4_k_m.gguf)
+  set_tests_properties(tp_equality_gemma3_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

@@ -1,6 +1,6 @@
 #!/bin/bash
-# The real model prints the same ids along one dimension of how it is run: SmolLM2 Q4_1 through
-# tpserve-run, 64 tokens per case (greedy prompts and seeded sampling), every variant against the
+# A real model (SmolLM2 Q4_1, Gemma 3 270M Q4_K_M) prints the same ids along one dimension of how it is
+# run: tpserve-run, 64 tokens per case (greedy prompts and seeded sampling), every variant against the
 # reference variant. Exit 0 when every run matches, 1 when not, 77 (skipped) without the model.
 #   tests/testing/ids_equality_test.sh tp|isa TPSERVE_RUN MODEL
 # tp:  --tp 2, 3 and 4 against --tp 1 (exact because the row-parallel sums are fixed point:

@@ -46,22 +46,61 @@ void Rotate(double* head, int64_t head_dim, int64_t pos, double theta, RopeLayou
 }  // namespace
 
 StatusOr<ReferenceLlama> ReferenceLlama::Load(const ModelConfig& config, const WeightSource& weights) {
-  CHECK(!config.rope_scaling.enabled) << "the reference has no RoPE scaling";
+  CHECK(!config.rope_scaling.enabled && config.rope_scaling.linear_factor == 1) << "the reference has no RoPE scaling";
+  const std::string& arch = config.architecture;
+  CHECK(arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "phi3" || arch == "gemma3") << arch;
+  const bool is_gemma3 = arch == "gemma3";
   ReferenceLlama ref;
   ref.config_ = config;
+  ref.gelu_ = is_gemma3;
+  ref.embedding_scale_ = is_gemma3 ? std::sqrt(static_cast<double>(config.hidden_size)) : 1.0;
+  const int64_t hidden = config.hidden_size;
+  const int64_t q_rows = int64_t{config.num_heads} * config.head_dim;
+  const int64_t kv_rows = int64_t{config.num_kv_heads} * config.head_dim;
+  const int64_t ffn = config.ffn_size;
   ASSIGN_OR_RETURN(ref.embd_, ReadF64(weights, "token_embd.weight"));
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer layer;
     ASSIGN_OR_RETURN(layer.attn_norm, ReadF64(weights, p + "attn_norm.weight"));
-    ASSIGN_OR_RETURN(layer.wq, ReadF64(weights, p + "attn_q.weight"));
-    ASSIGN_OR_RETURN(layer.wk, ReadF64(weights, p + "attn_k.weight"));
-    ASSIGN_OR_RETURN(layer.wv, ReadF64(weights, p + "attn_v.weight"));
+    if (arch == "phi3") {  // [Q; K; V] rows in one tensor, [gate; up] in ffn_up
+      ASSIGN_OR_RETURN(std::vector<double> qkv, ReadF64(weights, p + "attn_qkv.weight"));
+      auto rows = [&](int64_t begin, int64_t n) {
+        return std::vector<double>(qkv.begin() + begin * hidden, qkv.begin() + (begin + n) * hidden);
+      };
+      layer.wq = rows(0, q_rows);
+      layer.wk = rows(q_rows, kv_rows);
+      layer.wv = rows(q_rows + kv_rows, kv_rows);
+      ASSIGN_OR_RETURN(std::vector<double> gate_up, ReadF64(weights, p + "ffn_up.weight"));
+      layer.gate.assign(gate_up.begin(), gate_up.begin() + ffn * hidden);
+      layer.up.assign(gate_up.begin() + ffn * hidden, gate_up.end());
+    } else {
+      ASSIGN_OR_RETURN(layer.wq, ReadF64(weights, p + "attn_q.weight"));
+      ASSIGN_OR_RETURN(layer.wk, ReadF64(weights, p + "attn_k.weight"));
+      ASSIGN_OR_RETURN(layer.wv, ReadF64(weights, p + "attn_v.weight"));
+      ASSIGN_OR_RETURN(layer.gate, ReadF64(weights, p + "ffn_gate.weight"));
+      ASSIGN_OR_RETURN(layer.up, ReadF64(weights, p + "ffn_up.weight"));
+    }
+    if (arch == "qwen2") {
+      ASSIGN_OR_RETURN(layer.bq, ReadF64(weights, p + "attn_q.bias"));
+      ASSIGN_OR_RETURN(layer.bk, ReadF64(weights, p + "attn_k.bias"));
+      ASSIGN_OR_RETURN(layer.bv, ReadF64(weights, p + "attn_v.bias"));
+    }
+    if (arch == "qwen3" || is_gemma3) {
+      ASSIGN_OR_RETURN(layer.q_norm, ReadF64(weights, p + "attn_q_norm.weight"));
+      ASSIGN_OR_RETURN(layer.k_norm, ReadF64(weights, p + "attn_k_norm.weight"));
+    }
+    if (is_gemma3) {
+      ASSIGN_OR_RETURN(layer.post_attn_norm, ReadF64(weights, p + "post_attention_norm.weight"));
+      ASSIGN_OR_RETURN(layer.post_ffn_norm, ReadF64(weights, p + "post_ffw_norm.weight"));
+    }
     ASSIGN_OR_RETURN(layer.wo, ReadF64(weights, p + "attn_output.weight"));
     ASSIGN_OR_RETURN(layer.ffn_norm, ReadF64(weights, p + "ffn_norm.weight"));
-    ASSIGN_OR_RETURN(layer.gate, ReadF64(weights, p + "ffn_gate.weight"));
-    ASSIGN_OR_RETURN(layer.up, ReadF64(weights, p + "ffn_up.weight"));
     ASSIGN_OR_RETURN(layer.down, ReadF64(weights, p + "ffn_down.weight"));
+    // Gemma 3: every sixth layer (5, 11, ...) is global; the others slide, with the local RoPE base.
+    const bool is_local = is_gemma3 && l % 6 != 5;
+    layer.rope_theta = is_local && config.rope_theta_local > 0 ? config.rope_theta_local : config.rope_theta;
+    layer.window = (!is_gemma3 || is_local) ? config.sliding_window : 0;
     ref.layers_.push_back(std::move(layer));
   }
   ASSIGN_OR_RETURN(ref.output_norm_, ReadF64(weights, "output_norm.weight"));
@@ -82,49 +121,71 @@ std::vector<double> ReferenceLlama::Forward(const std::vector<int32_t>& tokens) 
   const int64_t F = config_.ffn_size;
   const int64_t V = config_.vocab_size;
   const double eps = config_.rms_eps;
-  const double theta = config_.rope_theta;
+  const double scale = config_.attention_scale > 0 ? config_.attention_scale : 1.0 / std::sqrt(static_cast<double>(D));
 
   std::vector<double> x(T * hidden);  // [T, hidden]
   for (int64_t t = 0; t < T; ++t) {
-    for (int64_t i = 0; i < hidden; ++i) x[t * hidden + i] = embd_[tokens[t] * hidden + i];
+    for (int64_t i = 0; i < hidden; ++i) x[t * hidden + i] = embd_[tokens[t] * hidden + i] * embedding_scale_;
   }
   std::vector<double> h(hidden), q(T * H * D), k(T * Hkv * D), v(T * Hkv * D), attn(H * D), out(hidden),
       gate(F), up(F), scores(T);
+  auto add_bias = [](const std::vector<double>& bias, double* row) {
+    for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
+  };
   for (const Layer& layer : layers_) {
     for (int64_t t = 0; t < T; ++t) {
       Norm(&x[t * hidden], layer.attn_norm, hidden, eps, h.data());
       MatVec(layer.wq, h.data(), H * D, hidden, &q[t * H * D]);
       MatVec(layer.wk, h.data(), Hkv * D, hidden, &k[t * Hkv * D]);
       MatVec(layer.wv, h.data(), Hkv * D, hidden, &v[t * Hkv * D]);
-      for (int64_t hd = 0; hd < H; ++hd) Rotate(&q[(t * H + hd) * D], D, t, theta, config_.rope_layout);
-      for (int64_t hd = 0; hd < Hkv; ++hd) Rotate(&k[(t * Hkv + hd) * D], D, t, theta, config_.rope_layout);
+      add_bias(layer.bq, &q[t * H * D]);
+      add_bias(layer.bk, &k[t * Hkv * D]);
+      add_bias(layer.bv, &v[t * Hkv * D]);
+      for (int64_t hd = 0; hd < H; ++hd) {
+        double* head = &q[(t * H + hd) * D];
+        if (!layer.q_norm.empty()) Norm(head, layer.q_norm, D, eps, head);
+        Rotate(head, D, t, layer.rope_theta, config_.rope_layout);
+      }
+      for (int64_t hd = 0; hd < Hkv; ++hd) {
+        double* head = &k[(t * Hkv + hd) * D];
+        if (!layer.k_norm.empty()) Norm(head, layer.k_norm, D, eps, head);
+        Rotate(head, D, t, layer.rope_theta, config_.rope_layout);
+      }
     }
     std::vector<double> x_next = x;
     for (int64_t t = 0; t < T; ++t) {
+      const int64_t first = layer.window > 0 ? std::max<int64_t>(0, t - layer.window + 1) : 0;
       for (int64_t hd = 0; hd < H; ++hd) {
         const int64_t kvh = hd / (H / Hkv);
         double max_score = -1e300;
-        for (int64_t j = 0; j <= t; ++j) {
+        for (int64_t j = first; j <= t; ++j) {
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += q[(t * H + hd) * D + d] * k[(j * Hkv + kvh) * D + d];
-          scores[j] = dot / std::sqrt(static_cast<double>(D));
+          scores[j] = dot * scale;
           max_score = std::max(max_score, scores[j]);
         }
         double denom = 0;
-        for (int64_t j = 0; j <= t; ++j) denom += std::exp(scores[j] - max_score);
+        for (int64_t j = first; j <= t; ++j) denom += std::exp(scores[j] - max_score);
         for (int64_t d = 0; d < D; ++d) {
           double acc = 0;
-          for (int64_t j = 0; j <= t; ++j) acc += std::exp(scores[j] - max_score) * v[(j * Hkv + kvh) * D + d];
+          for (int64_t j = first; j <= t; ++j) acc += std::exp(scores[j] - max_score) * v[(j * Hkv + kvh) * D + d];
           attn[hd * D + d] = acc / denom;
         }
       }
       MatVec(layer.wo, attn.data(), hidden, H * D, out.data());
+      if (!layer.post_attn_norm.empty()) Norm(out.data(), layer.post_attn_norm, hidden, eps, out.data());
       for (int64_t i = 0; i < hidden; ++i) x_next[t * hidden + i] += out[i];
       Norm(&x_next[t * hidden], layer.ffn_norm, hidden, eps, h.data());
       MatVec(layer.gate, h.data(), F, hidden, gate.data());
       MatVec(layer.up, h.data(), F, hidden, up.data());
-      for (int64_t i = 0; i < F; ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+      for (int64_t i = 0; i < F; ++i) {
+        const double g = gate[i];
+        const double act = gelu_ ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                                 : g / (1.0 + std::exp(-g));
+        gate[i] = act * up[i];
+      }
       MatVec(layer.down, gate.data(), hidden, F, out.data());
+      if (!layer.post_ffn_norm.empty()) Norm(out.data(), layer.post_ffn_norm, hidden, eps, out.data());
       for (int64_t i = 0; i < hidden; ++i) x_next[t * hidden + i] += out[i];
     }
     x = std::move(x_next);

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/ops.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/layer_weights.h"
 #include "worker/parallel_linear.h"
 
 namespace tpserve {
@@ -13,18 +14,21 @@ namespace {
 // Largest head_dim the CUDA paged attention takes (kernels/cuda/paged_attention.cu).
 constexpr int kMaxCudaHeadDim = 256;
 
-std::string BlockName(int layer, const char* what) { return "blk." + std::to_string(layer) + "." + what + ".weight"; }
-
-// A replicated 1-D weight (a norm) as f32 on the device.
-StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
-  const TensorInfo* info = weights.Find(name);
-  if (info == nullptr) return NotFound("model has no tensor " + name);
-  if (info->shape.size() != 1 || info->shape[0] != size) {
-    return DataLoss("tensor " + name + " is not a vector of " + std::to_string(size));
-  }
-  ASSIGN_OR_RETURN(HostTensor tensor, weights.Read(name));
-  const std::vector<float> values = tensor.ToF32();
+// Elements [begin, end) of a 1-D weight (a norm, this rank's rows of a bias) as f32 on the device.
+StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size,
+                                        int64_t begin, int64_t end) {
+  ASSIGN_OR_RETURN(std::vector<float> values, LoadVectorSlice(weights, name, size, begin, end));
   return DeviceBuffer::FromHost(values.data(), values.size() * sizeof(float), name.c_str());
+}
+
+StatusOr<DeviceBuffer> LoadDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  return LoadDeviceVector(weights, name, size, 0, size);
+}
+
+// The same, or an empty buffer when the architecture has no such weight (name "").
+StatusOr<DeviceBuffer> LoadOptionalDeviceVector(const WeightSource& weights, const std::string& name, int64_t size) {
+  if (name.empty()) return DeviceBuffer();
+  return LoadDeviceVector(weights, name, size);
 }
 
 Status GrowFloats(DeviceBuffer& buffer, int64_t count, const char* what) {
@@ -45,52 +49,72 @@ StatusOr<CudaLlamaModel::DeviceMatrix> CudaLlamaModel::LoadMatrix(const WeightSo
   return device;
 }
 
+int64_t CudaLlamaModel::Layer::bytes() const {
+  int64_t total = 0;
+  for (const DeviceBuffer* b : {&attn_norm, &q_bias, &k_bias, &v_bias, &q_norm, &k_norm, &post_attn_norm, &ffn_norm,
+                                &post_ffn_norm}) {
+    total += static_cast<int64_t>(b->bytes());
+  }
+  for (const DeviceMatrix* m : {&q, &k, &v, &o, &gate, &up, &down}) total += static_cast<int64_t>(m->buffer.bytes());
+  return total;
+}
+
+StatusOr<CudaLlamaModel::Layer> CudaLlamaModel::LoadLayer(const ModelConfig& config, const WeightSource& weights,
+                                                          const ShardPlan& shard, int l) {
+  const LayerWeights plan = PlanLayerWeights(config, shard, l);
+  const int64_t hidden = config.hidden_size;
+  // A column-parallel part: its rows of its (possibly fused) tensor, and its bias rows if any.
+  auto load_part = [&](const MergedColumnParallelLinear::Part& part, DeviceMatrix* matrix,
+                       DeviceBuffer* bias) -> Status {
+    ASSIGN_OR_RETURN(*matrix, LoadMatrix(weights, part.name, part.out_features, hidden, part.row_begin, part.row_end,
+                                         0, hidden));
+    if (!part.bias.empty()) {
+      ASSIGN_OR_RETURN(*bias, LoadDeviceVector(weights, part.bias, part.out_features, part.row_begin, part.row_end));
+    }
+    return OkStatus();
+  };
+  Layer layer;
+  DeviceBuffer no_bias;  // gate and up have none
+  ASSIGN_OR_RETURN(layer.attn_norm, LoadDeviceVector(weights, plan.attn_norm, hidden));
+  RETURN_IF_ERROR(load_part(plan.qkv[0], &layer.q, &layer.q_bias));
+  RETURN_IF_ERROR(load_part(plan.qkv[1], &layer.k, &layer.k_bias));
+  RETURN_IF_ERROR(load_part(plan.qkv[2], &layer.v, &layer.v_bias));
+  ASSIGN_OR_RETURN(layer.q_norm, LoadOptionalDeviceVector(weights, plan.q_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.k_norm, LoadOptionalDeviceVector(weights, plan.k_norm, config.head_dim));
+  ASSIGN_OR_RETURN(layer.o, LoadMatrix(weights, plan.attn_output, hidden, int64_t{config.num_heads} * config.head_dim,
+                                       0, hidden, shard.q_row_begin(), shard.q_row_end()));
+  ASSIGN_OR_RETURN(layer.post_attn_norm, LoadOptionalDeviceVector(weights, plan.post_attn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.ffn_norm, LoadDeviceVector(weights, plan.ffn_norm, hidden));
+  RETURN_IF_ERROR(load_part(plan.gate_up[0], &layer.gate, &no_bias));
+  RETURN_IF_ERROR(load_part(plan.gate_up[1], &layer.up, &no_bias));
+  ASSIGN_OR_RETURN(layer.down, LoadMatrix(weights, plan.ffn_down, hidden, config.ffn_size, 0, hidden, shard.ffn_begin,
+                                          shard.ffn_end));
+  ASSIGN_OR_RETURN(layer.post_ffn_norm, LoadOptionalDeviceVector(weights, plan.post_ffn_norm, hidden));
+  ASSIGN_OR_RETURN(layer.inv_freq, DeviceBuffer::FromHost(plan.inv_freq.data(), plan.inv_freq.size() * sizeof(float),
+                                                          "RoPE inverse frequencies"));
+  layer.sliding_window = plan.sliding_window;
+  return layer;
+}
+
 StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::Load(const ModelConfig& config, const WeightSource& weights,
                                                                const ShardPlan& shard) {
-  if (config.architecture != "llama") return InvalidArgument("unsupported architecture " + config.architecture);
   RETURN_IF_ERROR(config.Validate());
   if (config.head_dim > kMaxCudaHeadDim) {
     return InvalidArgument("head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
                            std::to_string(kMaxCudaHeadDim));
   }
   std::unique_ptr<CudaLlamaModel> model(new CudaLlamaModel(config, shard));
-  const std::vector<float> inv_freq = config.RopeInverseFrequencies();
-  CHECK_EQ(static_cast<int>(inv_freq.size()), config.head_dim / 2);
-  ASSIGN_OR_RETURN(model->inv_freq_, DeviceBuffer::FromHost(inv_freq.data(), inv_freq.size() * sizeof(float),
-                                                            "RoPE inverse frequencies"));
   ASSIGN_OR_RETURN(model->kv_head_of_q_,
                    DeviceBuffer::FromHost(shard.kv_head_of_q.data(), shard.kv_head_of_q.size() * sizeof(int32_t),
                                           "KV head of each query head"));
 
   const int64_t hidden = config.hidden_size;
-  const int64_t q_rows = int64_t{config.num_heads} * config.head_dim;
-  const int64_t kv_rows = int64_t{config.num_kv_heads} * config.head_dim;
   const int64_t vocab = config.vocab_size;
   ASSIGN_OR_RETURN(model->embedding_, LoadMatrix(weights, "token_embd.weight", vocab, hidden, shard.vocab_begin,
                                                  shard.vocab_end, 0, hidden));
   for (int l = 0; l < config.num_layers; ++l) {
-    Layer layer;
-    ASSIGN_OR_RETURN(layer.attn_norm, LoadDeviceVector(weights, BlockName(l, "attn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.q, LoadMatrix(weights, BlockName(l, "attn_q"), q_rows, hidden, shard.q_row_begin(),
-                                         shard.q_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.k, LoadMatrix(weights, BlockName(l, "attn_k"), kv_rows, hidden, shard.kv_row_begin(),
-                                         shard.kv_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.v, LoadMatrix(weights, BlockName(l, "attn_v"), kv_rows, hidden, shard.kv_row_begin(),
-                                         shard.kv_row_end(), 0, hidden));
-    ASSIGN_OR_RETURN(layer.o, LoadMatrix(weights, BlockName(l, "attn_output"), hidden, q_rows, 0, hidden,
-                                         shard.q_row_begin(), shard.q_row_end()));
-    ASSIGN_OR_RETURN(layer.ffn_norm, LoadDeviceVector(weights, BlockName(l, "ffn_norm"), hidden));
-    ASSIGN_OR_RETURN(layer.gate, LoadMatrix(weights, BlockName(l, "ffn_gate"), config.ffn_size, hidden,
-                                            shard.ffn_begin, shard.ffn_end, 0, hidden));
-    ASSIGN_OR_RETURN(layer.up, LoadMatrix(weights, BlockName(l, "ffn_up"), config.ffn_size, hidden, shard.ffn_begin,
-                                          shard.ffn_end, 0, hidden));
-    ASSIGN_OR_RETURN(layer.down, LoadMatrix(weights, BlockName(l, "ffn_down"), hidden, config.ffn_size, 0, hidden,
-                                            shard.ffn_begin, shard.ffn_end));
-    model->weight_bytes_ += static_cast<int64_t>(layer.attn_norm.bytes() + layer.ffn_norm.bytes() +
-                                                 layer.q.buffer.bytes() + layer.k.buffer.bytes() +
-                                                 layer.v.buffer.bytes() + layer.o.buffer.bytes() +
-                                                 layer.gate.buffer.bytes() + layer.up.buffer.bytes() +
-                                                 layer.down.buffer.bytes());
+    ASSIGN_OR_RETURN(Layer layer, LoadLayer(config, weights, shard, l));
+    model->weight_bytes_ += layer.bytes();
     model->layers_.push_back(std::move(layer));
   }
   ASSIGN_OR_RETURN(model->output_norm_, LoadDeviceVector(weights, "output_norm.weight", hidden));
@@ -107,11 +131,7 @@ StatusOr<std::unique_ptr<CudaLlamaModel>> CudaLlamaModel::Load(const ModelConfig
 
 int64_t CudaLlamaModel::WeightBytesPerStep() const {
   int64_t bytes = static_cast<int64_t>(output_norm_.bytes());
-  for (const Layer& layer : layers_) {
-    bytes += static_cast<int64_t>(layer.attn_norm.bytes() + layer.ffn_norm.bytes() + layer.q.buffer.bytes() +
-                                  layer.k.buffer.bytes() + layer.v.buffer.bytes() + layer.o.buffer.bytes() +
-                                  layer.gate.buffer.bytes() + layer.up.buffer.bytes() + layer.down.buffer.bytes());
-  }
+  for (const Layer& layer : layers_) bytes += layer.bytes();
   const DeviceMatrix& head = lm_head_shares_embedding_ ? embedding_ : lm_head_;
   return bytes + static_cast<int64_t>(head.buffer.bytes());
 }
@@ -158,6 +178,7 @@ Status CudaLlamaModel::Forward(const DeviceStep& step, const std::vector<DeviceL
 
   cuda::EmbeddingLookup(embedding_.matrix, shard_.vocab_begin, step.token_ids, num_tokens, x, stream);
   RETURN_IF_ERROR(comm.AllReduceSum(x, static_cast<size_t>(num_tokens * hidden)));
+  if (config_.arch().scale_embedding) cuda::Scale(x, num_tokens * hidden, std::sqrt(static_cast<float>(hidden)), stream);
   for (size_t l = 0; l < layers_.size(); ++l) {
     RETURN_IF_ERROR(LayerForward(layers_[l], step, kv[l], stream, cublas, comm));
   }
@@ -190,7 +211,16 @@ Status CudaLlamaModel::LayerForward(const Layer& layer, const DeviceStep& step, 
   cuda::MatMul(cublas, layer.q.matrix, h, num_tokens, q, stream);
   cuda::MatMul(cublas, layer.k.matrix, h, num_tokens, k, stream);
   cuda::MatMul(cublas, layer.v.matrix, h, num_tokens, v, stream);
-  const float* inv_freq = inv_freq_.as<float>();
+  if (layer.q_bias.bytes() > 0) {
+    cuda::AddBias(q, layer.q_bias.as<float>(), num_tokens, num_heads * head_dim, stream);
+    cuda::AddBias(k, layer.k_bias.as<float>(), num_tokens, num_kv_heads * head_dim, stream);
+    cuda::AddBias(v, layer.v_bias.as<float>(), num_tokens, num_kv_heads * head_dim, stream);
+  }
+  if (layer.q_norm.bytes() > 0) {  // every head its own row of D
+    cuda::RmsNorm(q, layer.q_norm.as<float>(), num_tokens * num_heads, head_dim, config_.rms_eps, q, stream);
+    cuda::RmsNorm(k, layer.k_norm.as<float>(), num_tokens * num_kv_heads, head_dim, config_.rms_eps, k, stream);
+  }
+  const float* inv_freq = layer.inv_freq.as<float>();
   cuda::ApplyRope(q, step.positions, num_tokens, num_heads, head_dim, inv_freq, config_.rope_layout, stream);
   cuda::ApplyRope(k, step.positions, num_tokens, num_kv_heads, head_dim, inv_freq, config_.rope_layout, stream);
   cuda::WriteKvCache(k, v, step.slot_mapping, num_tokens, num_kv_heads, head_dim, kv.k, kv.v, stream);
@@ -209,19 +239,31 @@ Status CudaLlamaModel::LayerForward(const Layer& layer, const DeviceStep& step, 
   args.num_kv_heads = num_kv_heads;
   args.head_dim = head_dim;
   args.block_size = step.block_size;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  args.sliding_window = layer.sliding_window;
+  args.scale = config_.AttentionScale();
   args.out = attn_.as<float>();
   cuda::PagedAttention(args, stream);
 
   RETURN_IF_ERROR(RowParallelForward(layer.o, args.out, num_tokens, h, stream, cublas, comm));
+  if (layer.post_attn_norm.bytes() > 0) {
+    cuda::RmsNorm(h, layer.post_attn_norm.as<float>(), num_tokens, hidden, config_.rms_eps, h, stream);
+  }
   cuda::ResidualAdd(x, h, num_tokens * hidden, stream);
 
   // Feed-forward block.
   cuda::RmsNorm(x, layer.ffn_norm.as<float>(), num_tokens, hidden, config_.rms_eps, h, stream);
   cuda::MatMul(cublas, layer.gate.matrix, h, num_tokens, gate, stream);
   cuda::MatMul(cublas, layer.up.matrix, h, num_tokens, up_.as<float>(), stream);
-  cuda::SiluMul(gate, up_.as<float>(), num_tokens * shard_.ffn_shard(), gate, stream);
+  switch (config_.arch().activation) {
+    case Activation::kSilu: cuda::SiluMul(gate, up_.as<float>(), num_tokens * shard_.ffn_shard(), gate, stream); break;
+    case Activation::kGeluTanh:
+      cuda::GeluTanhMul(gate, up_.as<float>(), num_tokens * shard_.ffn_shard(), gate, stream);
+      break;
+  }
   RETURN_IF_ERROR(RowParallelForward(layer.down, gate, num_tokens, h, stream, cublas, comm));
+  if (layer.post_ffn_norm.bytes() > 0) {
+    cuda::RmsNorm(h, layer.post_ffn_norm.as<float>(), num_tokens, hidden, config_.rms_eps, h, stream);
+  }
   cuda::ResidualAdd(x, h, num_tokens * hidden, stream);
   return OkStatus();
 }

@@ -1,9 +1,13 @@
-// CudaLlamaModel: one rank's shard of a Llama-family decoder on a GPU. It loads the same slices as
-// LlamaModel (ShardPlan ranges, WeightSlice::Load through WeightSource::ReadSlice), keeps them on the
-// device in their stored type, and runs the same layer sequence from the kernels/cuda ops:
-//   embedding (vocab-parallel, all-reduce) → per layer RMSNorm → Q,K,V → RoPE → KV write → paged
-//   attention → O (row-parallel, all-reduce) → residual → RMSNorm → gate, up → SiLU·mul → down
-//   (row-parallel, all-reduce) → residual → final norm and LM head for the rows that need a token.
+// CudaLlamaModel: one rank's shard of a decoder on a GPU, for every architecture LlamaModel runs (the
+// same Architecture description, model/architecture.h). It loads the same slices as LlamaModel
+// (ShardPlan ranges, WeightSlice::Load through WeightSource::ReadSlice; fused Phi-3 tensors split the
+// same way), keeps them on the device in their stored type, and runs the same layer sequence from the
+// kernels/cuda ops:
+//   embedding (vocab-parallel, all-reduce; Gemma: times sqrt(hidden)) → per layer RMSNorm → Q,K,V (+ bias)
+//   → per-head Q/K norms → RoPE (the layer's frequencies) → KV write → paged attention (the layer's
+//   window) → O (row-parallel, all-reduce) → post norm → residual → RMSNorm → gate, up → SiLU·mul or
+//   GELU-tanh·mul → down (row-parallel, all-reduce) → post norm → residual → final norm and LM head for
+//   the rows that need a token.
 // Every op is enqueued on one stream; the all-reduces go through a device-buffer communicator
 // (NcclCommunicator on that stream, or the local one at TP 1).
 #pragma once
@@ -48,7 +52,7 @@ struct DeviceLayerKv {
 class CudaLlamaModel {
  public:
   // REQUIRES: the rank's device is current. Errors: the reader's (NOT_FOUND, DATA_LOSS),
-  // INVALID_ARGUMENT (architecture, head_dim above the attention kernel's 256),
+  // INVALID_ARGUMENT (invalid config, head_dim above the attention kernel's 256),
   // RESOURCE_EXHAUSTED (device memory).
   static StatusOr<std::unique_ptr<CudaLlamaModel>> Load(const ModelConfig& config, const WeightSource& weights,
                                                         const ShardPlan& shard);
@@ -73,21 +77,34 @@ class CudaLlamaModel {
     WeightMatrix matrix;
   };
   struct Layer {
-    DeviceBuffer attn_norm;  // [hidden] f32
-    DeviceMatrix q;          // [H * D, hidden]
-    DeviceMatrix k;          // [Hkv * D, hidden]
-    DeviceMatrix v;          // [Hkv * D, hidden]
-    DeviceMatrix o;          // [hidden, H * D]
-    DeviceBuffer ffn_norm;   // [hidden] f32
-    DeviceMatrix gate;       // [ffn_shard, hidden]
-    DeviceMatrix up;         // [ffn_shard, hidden]
-    DeviceMatrix down;       // [hidden, ffn_shard]
+    DeviceBuffer attn_norm;       // [hidden] f32
+    DeviceMatrix q;               // [H * D, hidden]
+    DeviceMatrix k;               // [Hkv * D, hidden]
+    DeviceMatrix v;               // [Hkv * D, hidden]
+    DeviceBuffer q_bias;          // [H * D] f32 (Architecture::qkv_bias), else empty
+    DeviceBuffer k_bias;          // [Hkv * D]
+    DeviceBuffer v_bias;          // [Hkv * D]
+    DeviceBuffer q_norm;          // [D] f32 (Architecture::qk_norm), else empty
+    DeviceBuffer k_norm;          // [D]
+    DeviceMatrix o;               // [hidden, H * D]
+    DeviceBuffer post_attn_norm;  // [hidden] f32 (Architecture::post_norms), else empty
+    DeviceBuffer ffn_norm;        // [hidden] f32
+    DeviceMatrix gate;            // [ffn_shard, hidden]
+    DeviceMatrix up;              // [ffn_shard, hidden]
+    DeviceMatrix down;            // [hidden, ffn_shard]
+    DeviceBuffer post_ffn_norm;   // [hidden] f32 (Architecture::post_norms), else empty
+    DeviceBuffer inv_freq;        // [D / 2] this layer's RoPE frequencies
+    int sliding_window = 0;       // keys attended back from a position; 0: all
+    int64_t bytes() const;        // device bytes of its weights
   };
 
   CudaLlamaModel(const ModelConfig& config, const ShardPlan& shard) : config_(config), shard_(shard) {}
   static StatusOr<DeviceMatrix> LoadMatrix(const WeightSource& weights, const std::string& name, int64_t rows,
                                            int64_t cols, int64_t row_begin, int64_t row_end, int64_t col_begin,
                                            int64_t col_end);
+  // Loads layer l's tensors by the architecture's names and layout (as LlamaModel::LoadLayer).
+  static StatusOr<Layer> LoadLayer(const ModelConfig& config, const WeightSource& weights, const ShardPlan& shard,
+                                   int l);
   Status GrowScratch(int64_t num_tokens, int64_t num_logit_rows);
   Status LayerForward(const Layer& layer, const DeviceStep& step, const DeviceLayerKv& kv, cudaStream_t stream,
                       cublasHandle_t cublas, Communicator& comm);
@@ -98,7 +115,6 @@ class CudaLlamaModel {
   ModelConfig config_;
   ShardPlan shard_;
   int64_t weight_bytes_ = 0;
-  DeviceBuffer inv_freq_;      // [D / 2]
   DeviceBuffer kv_head_of_q_;  // [H] int32
   DeviceMatrix embedding_;     // [V_shard, hidden]
   std::vector<Layer> layers_;
