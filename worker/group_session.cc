@@ -9,6 +9,7 @@
 #include "comm/zmq_transport.h"
 #include "common/logging.h"
 #include "worker/group_follower.h"
+#include "worker/group_session_beat.h"
 
 namespace tpserve {
 namespace {
@@ -55,6 +56,7 @@ class Session {
       }
       if (auto* welcome = std::get_if<WelcomeMessage>(&*message)) {
         heartbeat_interval_ = std::chrono::milliseconds(welcome->heartbeat_interval_ms);
+        group_id_ = welcome->group_id;
         LOG(INFO) << "worker: registered with the coordinator as group " << welcome->group_id;
         return OkStatus();
       }
@@ -76,6 +78,7 @@ class Session {
       if (!message.ok()) {
         if (message.status().code() != StatusCode::kDeadlineExceeded) return message.status();
         RETURN_IF_ERROR(CheckCoordinatorAlive());
+        RETURN_IF_ERROR(CheckRanks());
         continue;
       }
       if (auto* plan = std::get_if<StepPlan>(&*message)) {
@@ -98,6 +101,9 @@ class Session {
     }
   }
 
+  uint32_t group_id() const { return group_id_; }
+  std::chrono::milliseconds heartbeat_interval() const { return heartbeat_interval_; }
+
  private:
   Status RunStep(const StepPlan& plan) {
     StatusOr<StepResult> result = group_->Execute(plan);
@@ -107,6 +113,13 @@ class Session {
     Status sent = Send(error);
     if (is_fatal) return result.status();
     return sent;
+  }
+
+  Status CheckRanks() {
+    if (!options_.check_ranks) return OkStatus();
+    Status ranks = options_.check_ranks();
+    if (!ranks.ok()) (void)Send(ErrorMessage{ranks.code(), ranks.message(), 0, true});
+    return ranks;
   }
 
   Status CheckCoordinatorAlive() {
@@ -123,6 +136,7 @@ class Session {
   StepExecutor* group_;
   const GroupSessionOptions& options_;
   std::chrono::milliseconds heartbeat_interval_{0};
+  uint32_t group_id_ = 0;
   Clock::time_point last_heard_ = Clock::now();
 };
 
@@ -141,6 +155,11 @@ Status ServeCoordinator(zmq::context_t& context, StepExecutor& group, const Grou
                    ZmqSocket::Connect(context, zmq::socket_type::dealer, options.coordinator_endpoint, socket_options));
   Session session(socket.get(), &group, options);
   RETURN_IF_ERROR(session.Handshake());
+  std::unique_ptr<SessionBeat> beat;
+  if (session.heartbeat_interval().count() > 0) {
+    ASSIGN_OR_RETURN(beat, SessionBeat::Start(context, options.coordinator_endpoint, socket_options, session.group_id(),
+                                              session.heartbeat_interval()));
+  }
   return session.Loop();
 }
 

@@ -1,10 +1,12 @@
 // ServeCoordinator: the group leader's conversation with the coordinator (comm/schema/worker.capnp).
 // Connects a DEALER to the coordinator's worker endpoint, sends Hello, waits for Welcome, then
 // executes each StepPlan on the group and answers with its StepResult, echoes heartbeats, and
-// returns on Shutdown.
+// returns on Shutdown. Meanwhile a SessionBeat (worker/group_session_beat.h) tells the coordinator,
+// from a thread of its own, that the leader is alive, also while a step runs.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <zmq.hpp>
@@ -29,10 +31,13 @@ struct GroupSessionOptions {
   std::chrono::milliseconds min_silence{10000};
   // How often the idle loop wakes up to check liveness.
   std::chrono::milliseconds poll_interval{200};
+  // The group's own liveness (GroupLeader::CheckRanks), checked by the idle loop: a lost rank is
+  // reported to the coordinator (fatal Error) and ends the session with its error. Null: none.
+  std::function<Status()> check_ranks;
 };
 
 // OK on the coordinator's Shutdown. UNAVAILABLE when the coordinator is unreachable, refuses the
-// Hello (its Error message), or goes silent; a step error that is not a plan error (reported to
+// Hello (its Error message), or goes silent; check_ranks' error (reported first as a fatal Error); a step error that is not a plan error (reported to
 // the coordinator first as a fatal Error). Plan errors are reported (non-fatal Error with the
 // step id) and serving goes on.
 Status ServeCoordinator(zmq::context_t& context, StepExecutor& group, const GroupSessionOptions& options);
