@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -35,7 +36,20 @@ struct ServeFlags {
   std::vector<std::string> http_args;    // passed through to tpserve-http
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
+  int max_restarts = 5;  // relaunches of the worker group in a row (a group that served kStableRun resets it)
 };
+
+// Relaunching a lost worker group: after the k-th loss in a row, wait kFirstBackoff * 2^(k-1)
+// (at most kMaxBackoff); a group that ran kStableRun counts as healthy, so the next loss is the first.
+constexpr std::chrono::milliseconds kFirstBackoff{500};
+constexpr std::chrono::milliseconds kMaxBackoff{30000};
+constexpr std::chrono::seconds kStableRun{60};
+
+std::chrono::milliseconds RestartBackoff(int num_losses_in_a_row) {
+  std::chrono::milliseconds delay = kFirstBackoff;
+  for (int i = 1; i < num_losses_in_a_row && delay < kMaxBackoff; ++i) delay *= 2;
+  return std::min(delay, kMaxBackoff);
+}
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -83,6 +97,10 @@ class ServeFlagParser {
     app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(1, 65535))->capture_default_str();
     app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(1, 65535))
         ->capture_default_str();
+    app.add_option("--max-restarts", f.max_restarts,
+                   "relaunch a lost worker group at most this many times in a row (exponential backoff from "
+                   "0.5 s; a group that served 60 s resets the count)")
+        ->check(CLI::Range(0, 1 << 20))->capture_default_str();
     for (PassThrough& p : worker_) app.add_option(p.flag, p.value, p.help)->group("Worker group (tpserve-worker)");
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
@@ -129,7 +147,8 @@ class ServeFlagParser {
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""}};
-  PassThrough coordinator_[7] = {{"--max-num-seqs", "sequences running at once", ""},
+  PassThrough coordinator_[8] = {{"--max-num-seqs", "sequences running at once", ""},
+                                 {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},
                                  {"--max-queued-tokens", "waiting prompt tokens before `overloaded` (HTTP 429)", ""},
@@ -185,6 +204,9 @@ int RunServeCommand(int argc, char** argv) {
   }
   std::cerr << "tpserve serve: " << Join(workers) << "\n";
   pid_t workers_pid = Spawn(workers);
+  auto workers_start_time = std::chrono::steady_clock::now();
+  int num_losses_in_a_row = 0;
+  auto relaunch_time = std::chrono::steady_clock::time_point::max();  // a relaunch is due then
   if (workers_pid < 0) {
     std::cerr << "tpserve serve: cannot start " << workers[0] << "\n";
     kill(coordinator_pid, SIGTERM);
@@ -229,11 +251,39 @@ int RunServeCommand(int argc, char** argv) {
     }
     if (workers_pid > 0 && waitpid(workers_pid, &status, WNOHANG) == workers_pid) {
       workers_pid = -1;
-      if (coordinator_pid > 0) {
-        std::cerr << "tpserve serve: the worker group exited; draining the coordinator\n";
+      const auto now = std::chrono::steady_clock::now();
+      if (now - workers_start_time >= kStableRun) num_losses_in_a_row = 0;
+      ++num_losses_in_a_row;
+      if (coordinator_pid > 0 && !drain_sent && num_losses_in_a_row <= flags.max_restarts) {
+        // The coordinator keeps the group's requests and replays them on the relaunched group.
+        const std::chrono::milliseconds backoff = RestartBackoff(num_losses_in_a_row);
+        std::cerr << "tpserve serve: the worker group exited ("
+                  << (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                        : "signal " + std::to_string(WTERMSIG(status)))
+                  << "); relaunching it in " << backoff.count() << " ms (restart " << num_losses_in_a_row << " of "
+                  << flags.max_restarts << ")\n";
+        relaunch_time = now + backoff;
+      } else if (coordinator_pid > 0) {
+        std::cerr << "tpserve serve: the worker group exited"
+                  << (drain_sent ? "" : " too often (--max-restarts " + std::to_string(flags.max_restarts) + ")")
+                  << "; draining the coordinator\n";
         exit_code = 1;
         if (!drain_sent) kill(coordinator_pid, SIGTERM);
         drain_sent = true;
+      }
+    }
+    if (workers_pid < 0 && std::chrono::steady_clock::now() >= relaunch_time) {
+      relaunch_time = std::chrono::steady_clock::time_point::max();
+      if (coordinator_pid > 0 && !drain_sent && !g_stop_requested) {
+        std::cerr << "tpserve serve: " << Join(workers) << "\n";
+        workers_pid = Spawn(workers);
+        workers_start_time = std::chrono::steady_clock::now();
+        if (workers_pid < 0) {
+          std::cerr << "tpserve serve: cannot start " << workers[0] << "; draining the coordinator\n";
+          exit_code = 1;
+          kill(coordinator_pid, SIGTERM);
+          drain_sent = true;
+        }
       }
     }
     if (http_pid > 0 && waitpid(http_pid, &status, WNOHANG) == http_pid) {
