@@ -37,16 +37,16 @@ struct ServeFlags {
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
   int max_restarts = 5;  // relaunches of the worker group in a row (a group that served kStableRun resets it)
+  int restart_backoff_ms = 500;  // before the first relaunch in a row; doubles with each further one
 };
 
-// Relaunching a lost worker group: after the k-th loss in a row, wait kFirstBackoff * 2^(k-1)
-// (at most kMaxBackoff); a group that ran kStableRun counts as healthy, so the next loss is the first.
-constexpr std::chrono::milliseconds kFirstBackoff{500};
+// Relaunching a lost worker group: after the k-th loss in a row, wait first * 2^(k-1) (at most
+// kMaxBackoff); a group that ran kStableRun counts as healthy, so the next loss is the first.
 constexpr std::chrono::milliseconds kMaxBackoff{30000};
 constexpr std::chrono::seconds kStableRun{60};
 
-std::chrono::milliseconds RestartBackoff(int num_losses_in_a_row) {
-  std::chrono::milliseconds delay = kFirstBackoff;
+std::chrono::milliseconds RestartBackoff(std::chrono::milliseconds first, int num_losses_in_a_row) {
+  std::chrono::milliseconds delay = first;
   for (int i = 1; i < num_losses_in_a_row && delay < kMaxBackoff; ++i) delay *= 2;
   return std::min(delay, kMaxBackoff);
 }
@@ -98,9 +98,12 @@ class ServeFlagParser {
     app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(1, 65535))
         ->capture_default_str();
     app.add_option("--max-restarts", f.max_restarts,
-                   "relaunch a lost worker group at most this many times in a row (exponential backoff from "
-                   "0.5 s; a group that served 60 s resets the count)")
+                   "relaunch a lost worker group at most this many times in a row (a group that served 60 s "
+                   "resets the count)")
         ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+    app.add_option("--restart-backoff-ms", f.restart_backoff_ms,
+                   "wait before the first relaunch of a lost worker group (doubling for each further one in a row)")
+        ->check(CLI::Range(0, 60000))->capture_default_str();
     for (PassThrough& p : worker_) app.add_option(p.flag, p.value, p.help)->group("Worker group (tpserve-worker)");
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
@@ -256,7 +259,8 @@ int RunServeCommand(int argc, char** argv) {
       ++num_losses_in_a_row;
       if (coordinator_pid > 0 && !drain_sent && num_losses_in_a_row <= flags.max_restarts) {
         // The coordinator keeps the group's requests and replays them on the relaunched group.
-        const std::chrono::milliseconds backoff = RestartBackoff(num_losses_in_a_row);
+        const std::chrono::milliseconds backoff =
+            RestartBackoff(std::chrono::milliseconds(flags.restart_backoff_ms), num_losses_in_a_row);
         std::cerr << "tpserve serve: the worker group exited ("
                   << (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
                                         : "signal " + std::to_string(WTERMSIG(status)))
