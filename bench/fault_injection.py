@@ -31,7 +31,7 @@ import tpserve
 REPO = Path(__file__).resolve().parents[1]
 REQUESTS = [("Tell me a long story about the sea", {}),
             ("Write a poem about mountains and rivers", {"temperature": 0.8, "seed": 42})]
-MAX_TOKENS = 160
+MAX_TOKENS = 64
 KINDS = {"kill-follower": (1, signal.SIGKILL), "kill-leader": (0, signal.SIGKILL),
          "stop-follower": (1, signal.SIGSTOP), "stop-leader": (0, signal.SIGSTOP)}
 
@@ -93,11 +93,6 @@ def start_streams(endpoint):
     return outs, threads
 
 
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--faults-per-kind", type=int, default=20)
@@ -107,6 +102,7 @@ def main():
     ap.add_argument("--restart-backoff-ms", type=int, default=0)
     ap.add_argument("--json")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup and the report
 
     port, worker_port = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
@@ -151,14 +147,19 @@ def main():
                     except ProcessLookupError:
                         pass
         probe.close()
-    finally:
+    finally:  # also on SIGTERM or a failed check: the server goes, and what was measured is reported
         serve.send_signal(signal.SIGTERM)
         try:
             serve.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
-    print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests, "
-          f"relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after every fault")
+        report(args, samples)
+    return 0
+
+
+def report(args, samples):
+    print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
+          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after every fault")
     print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
     for kind, got in samples.items():
         d = [s["detection_s"] for s in got]
@@ -169,7 +170,6 @@ def main():
     print("target: detection within 3 s (the heartbeat: 2 s between ranks, 2.5 s leader -> coordinator)")
     if args.json:
         Path(args.json).write_text(json.dumps(samples, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
