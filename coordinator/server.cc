@@ -88,6 +88,7 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, c
                                                            options.client_endpoint, client_options));
   worker_options.max_message_bytes = int64_t{256} << 20;  // step results with logits (tests)
   worker_options.router_mandatory = true;
+  worker_options.router_handover = true;  // a group registering again (it lost us) takes its id back
   ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.worker_endpoint, worker_options));
   if (options.metrics_port >= 0) {

@@ -28,3 +28,24 @@ def wait_until_idle(stats, timeout: float = 10.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"server not idle after {timeout} s: {s}")
         time.sleep(0.02)
+
+
+def wait_for(condition, timeout: float, what: str):
+    """Polls `condition` until it returns something true (returned) or `timeout` seconds pass (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -15,7 +15,7 @@ from typing import Dict, List
 import pytest
 import tpserve
 
-from client_testing import run_ids, wait_until_idle
+from client_testing import alive, run_ids, wait_for, wait_until_idle
 from conftest import assert_no_process_left, start_server
 
 MAX_TOKENS = 40
@@ -39,17 +39,6 @@ def reference_flags(params: dict) -> List[str]:
 def references() -> List[List[int]]:
     return [run_ids("--prompt", prompt, "--max-tokens", str(MAX_TOKENS), *reference_flags(params))
             for prompt, params in REQUESTS]
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def worker_ranks(server) -> Dict[int, int]:
@@ -77,14 +66,6 @@ def serving_group(server, lost=()) -> Dict[int, int]:
     """{rank: pid} of a whole group of two ranks none of which is in `lost`; {} while there is none."""
     ranks = worker_ranks(server)
     return ranks if len(ranks) == 2 and not set(ranks.values()) & set(lost) else {}
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Streams:

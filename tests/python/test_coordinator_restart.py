@@ -1,0 +1,76 @@
+"""A worker group outlives its coordinator (issue 11, item 4): with a standalone `tpserve-coordinator` and an
+`mpirun -np 2 tpserve-worker` group, the coordinator is killed (SIGKILL) and started again on the same ports.
+The group notices within 3 s, keeps its weights (the same rank processes: no reload) and registers with the
+new coordinator, which serves the very ids it served before (greedy, and seeded with the seed a reply
+returned). Every wait is on observable state with a deadline.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import tpserve
+
+from client_testing import alive, run_ids, wait_for
+from conftest import BUILD, MODEL, free_port
+
+PROMPT = "The capital of France is"
+
+
+def start_coordinator(port: int, worker_port: int) -> subprocess.Popen:
+    return subprocess.Popen([str(BUILD / "coordinator" / "tpserve-coordinator"), "--model", str(MODEL),
+                             "--port", str(port), "--worker-port", str(worker_port)], start_new_session=True)
+
+
+def group_pids(mpirun: subprocess.Popen) -> list:
+    out = subprocess.run(["pgrep", "-P", str(mpirun.pid)], capture_output=True, text=True)
+    return sorted(int(pid) for pid in out.stdout.split())
+
+
+def healthy(endpoint: str) -> bool:
+    with tpserve.Client(endpoint, timeout=5) as client:
+        try:
+            return client.health().ok
+        except tpserve.TpserveError:
+            return False
+
+
+def test_group_registers_with_a_restarted_coordinator_without_reloading():
+    port, worker_port = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    coordinator = start_coordinator(port, worker_port)
+    mpirun = subprocess.Popen(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--mca",
+                               "mpi_yield_when_idle", "1", "--mca", "btl", "self,vader",
+                               str(BUILD / "worker" / "tpserve-worker"), "--model", str(MODEL), "--coordinator",
+                               f"tcp://127.0.0.1:{worker_port}"], env=env, start_new_session=True)
+    try:
+        wait_for(lambda: healthy(endpoint), 120, "the group to register")
+        ranks = wait_for(lambda: (lambda p: p if len(p) == 2 else None)(group_pids(mpirun)), 30, "two ranks")
+        with tpserve.Client(endpoint, timeout=60) as client:
+            greedy = client.generate(PROMPT, max_tokens=16)
+            seeded = client.generate(PROMPT, max_tokens=16, temperature=0.9)
+        assert greedy.token_ids == run_ids("--prompt", PROMPT, "--max-tokens", "16")
+
+        coordinator.send_signal(signal.SIGKILL)
+        coordinator.wait()
+        coordinator = start_coordinator(port, worker_port)
+        restarted_at = time.monotonic()
+        wait_for(lambda: healthy(endpoint), 30, "the group to register with the new coordinator")
+        # Noticed within 2.5 s of silence, then a Hello: no model load in between.
+        assert time.monotonic() - restarted_at < 10
+        assert group_pids(mpirun) == ranks, "the group's ranks were restarted"
+        assert mpirun.poll() is None
+        with tpserve.Client(endpoint, timeout=60) as client:
+            assert client.generate(PROMPT, max_tokens=16).token_ids == greedy.token_ids
+            again = client.generate(PROMPT, max_tokens=16, temperature=0.9, seed=seeded.seed)
+            assert again.token_ids == seeded.token_ids
+    finally:
+        coordinator.send_signal(signal.SIGTERM)  # drains, then shuts the group down
+        coordinator.wait(timeout=60)
+        try:
+            assert mpirun.wait(timeout=30) == 0
+        finally:
+            if mpirun.poll() is None:
+                os.killpg(mpirun.pid, signal.SIGKILL)
+            wait_for(lambda: not any(alive(pid) for pid in ranks), 15, "the ranks to exit")
