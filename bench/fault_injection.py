@@ -104,16 +104,18 @@ def main():
     ap.add_argument("--tp", type=int, default=2)
     ap.add_argument("--restart-backoff-ms", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--log", default="/tmp/fault_injection_serve.log", help="tpserve serve's stderr")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup and the report
 
     port, worker_port = free_port(), free_port()
+    log = open(args.log, "w")
     endpoint = f"tcp://127.0.0.1:{port}"
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     serve = subprocess.Popen([str(Path(args.build) / "client" / "tpserve"), "serve", "--model", args.model,
                               "--tp", str(args.tp), "--port", str(port), "--worker-port", str(worker_port),
                               "--max-restarts", "1000000", "--restart-backoff-ms", str(args.restart_backoff_ms)],
-                             env=env, start_new_session=True, stderr=subprocess.DEVNULL)
+                             env=env, start_new_session=True, stdout=log, stderr=log)
     samples = {kind: [] for kind in KINDS}
     try:
         probe = tpserve.Client(endpoint, timeout=30)

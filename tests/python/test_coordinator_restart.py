@@ -11,8 +11,8 @@ import time
 
 import tpserve
 
-from client_testing import alive, run_ids, wait_for
-from conftest import BUILD, MODEL, free_port
+from client_testing import alive, run_ids, wait_for, worker_ranks
+from conftest import BUILD, MODEL, assert_no_process_left, free_port, start_server
 
 PROMPT = "The capital of France is"
 
@@ -74,3 +74,24 @@ def test_group_registers_with_a_restarted_coordinator_without_reloading():
             if mpirun.poll() is None:
                 os.killpg(mpirun.pid, signal.SIGKILL)
             wait_for(lambda: not any(alive(pid) for pid in ranks), 15, "the ranks to exit")
+
+
+def test_serve_relaunches_a_crashed_coordinator():
+    """`tpserve serve` relaunches a coordinator that died on its own; its worker group registers with it
+    without reloading, and the service answers the same ids again."""
+    server = start_server("--restart-backoff-ms", "100", http=False)
+    try:
+        ranks = wait_for(lambda: (lambda r: r if len(r) == 2 else None)(worker_ranks(server)), 30, "two ranks")
+        with tpserve.Client(server.endpoint, timeout=60) as client:
+            before = client.generate(PROMPT, max_tokens=16).token_ids
+        coordinator = int(subprocess.run(["pgrep", "-P", str(server.process.pid), "-f", "tpserve-coordinator"],
+                                         capture_output=True, text=True).stdout.split()[0])
+        os.kill(coordinator, signal.SIGKILL)
+        wait_for(lambda: alive(coordinator) is False, 10, "the coordinator to die")
+        wait_for(lambda: healthy(server.endpoint), 60, "the relaunched coordinator with its group")
+        assert worker_ranks(server) == ranks, "the group's ranks were restarted"
+        with tpserve.Client(server.endpoint, timeout=60) as client:
+            assert client.generate(PROMPT, max_tokens=16).token_ids == before
+    finally:
+        assert server.stop() == 0
+        assert_no_process_left(server)

@@ -15,7 +15,7 @@ from typing import Dict, List
 import pytest
 import tpserve
 
-from client_testing import alive, run_ids, wait_for, wait_until_idle
+from client_testing import alive, run_ids, wait_for, wait_until_idle, worker_ranks
 from conftest import assert_no_process_left, start_server
 
 MAX_TOKENS = 40
@@ -39,27 +39,6 @@ def reference_flags(params: dict) -> List[str]:
 def references() -> List[List[int]]:
     return [run_ids("--prompt", prompt, "--max-tokens", str(MAX_TOKENS), *reference_flags(params))
             for prompt, params in REQUESTS]
-
-
-def worker_ranks(server) -> Dict[int, int]:
-    """{rank: pid} of the tpserve-worker processes of this server's session."""
-    ranks = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            if os.getsid(pid) != server.process.pid:
-                continue
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"tpserve-worker" not in f.read().split(b"\0")[0]:
-                    continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
-        except (OSError, KeyError, ValueError):
-            continue  # exited meanwhile, or not a rank
-    return ranks
 
 
 def serving_group(server, lost=()) -> Dict[int, int]:
