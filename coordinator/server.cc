@@ -641,8 +641,8 @@ void Server::LoseGroup(uint32_t group_id, const std::string& why) {
   auto group_it = groups_.find(group_id);
   if (group_it == groups_.end()) return;
   LOG(WARN) << "coordinator: lost worker group " << group_id << ": " << why;
+  metrics_.OnGroupLost(*group_it->second);  // before the release, whose preemptions are no pressure
   std::vector<ReleasedRequest> released = group_it->second->scheduler().ReleaseAll();
-  metrics_.OnGroupLost(*group_it->second);
   (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
   groups_.erase(group_it);  // its KV blocks with it
   const Clock::time_point now = Clock::now();
