@@ -504,7 +504,9 @@ void Server::HandleHello(const std::string& routing_id, const HelloMessage& hell
   if (hello.vocab_size > 0 && hello.vocab_size != options_.limits.vocab_size) {
     return refuse("vocab size " + std::to_string(hello.vocab_size) + " != " + std::to_string(options_.limits.vocab_size));
   }
-  if (WorkerGroupLink* old = FindGroupByRoutingId(routing_id)) LoseGroup(old->group_id(), "group re-registered");
+  if (WorkerGroupLink* old = FindGroupByRoutingId(routing_id)) {
+    LoseGroup(old->group_id(), "the group registered again", /*is_reregistering=*/true);
+  }
   const uint32_t group_id = next_group_id_++;
   auto group = std::make_unique<WorkerGroupLink>(group_id, routing_id, hello, options_.scheduler);
   WelcomeMessage welcome;
@@ -637,13 +639,13 @@ void Server::CheckGroups(Clock::time_point now) {
   ExpireOrphans(now);
 }
 
-void Server::LoseGroup(uint32_t group_id, const std::string& why) {
+void Server::LoseGroup(uint32_t group_id, const std::string& why, bool is_reregistering) {
   auto group_it = groups_.find(group_id);
   if (group_it == groups_.end()) return;
   LOG(WARN) << "coordinator: lost worker group " << group_id << ": " << why;
   metrics_.OnGroupLost(*group_it->second);  // before the release, whose preemptions are no pressure
   std::vector<ReleasedRequest> released = group_it->second->scheduler().ReleaseAll();
-  (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
+  if (!is_reregistering) (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
   groups_.erase(group_it);  // its KV blocks with it
   const Clock::time_point now = Clock::now();
   for (ReleasedRequest& request : released) Replay(std::move(request), why, now);

@@ -142,8 +142,9 @@ class Server {
   void Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events);
   // A non-fatal step error from the group: the plan's requests fail, the group serves on.
   void FailStep(WorkerGroupLink& group, const Status& error);
-  // Forgets a lost group; its requests are replayed (Replay).
-  void LoseGroup(uint32_t group_id, const std::string& why);
+  // Forgets a lost group; its requests are replayed (Replay). The group is told to shut down unless
+  // it is registering again (its routing id now names the new connection).
+  void LoseGroup(uint32_t group_id, const std::string& why, bool is_reregistering = false);
   // Re-runs a request of a lost group on the least-loaded group, or parks it until one registers;
   // worker_lost past max_replays.
   void Replay(ReleasedRequest request, const std::string& why, Clock::time_point now);

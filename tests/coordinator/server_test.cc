@@ -658,6 +658,26 @@ TEST_F(ServerTest, RequestsWaitForTheNextGroupWhenNoneServes) {
   EXPECT_EQ(WaitIdle(*client).blocks_used, 0u);
 }
 
+// A group registering again under its routing id (it lost the coordinator and came back): the old
+// registration's requests are replayed on the new one, which is not told to shut down.
+TEST_F(ServerTest, AGroupRegisteringAgainTakesItsRequestsBack) {
+  StartServer();
+  FakeWorkerGroupOptions options;
+  options.socket.routing_id = "group-a";
+  FakeWorkerGroup& before = AddGroup(options);
+  auto client = NewClient();
+  WaitForGroups(*client, 1);
+  std::map<uint64_t, StreamedRequest> requests = StartReplayRequests(*client, 4);
+  FakeWorkerGroup* again = nullptr;
+  StreamWithFault(*client, requests, 12, [&] {
+    before.Freeze();
+    again = &AddGroup(options);
+  });
+  ExpectReferenceIds(requests, 1);
+  EXPECT_FALSE(again->got_shutdown());
+  EXPECT_EQ(WaitIdle(*client).num_worker_groups, 1u);
+}
+
 // Past --max-replays the client gets worker_lost.
 TEST_F(ServerTest, ReplaysAreBoundedByMaxReplays) {
   ServerOptions options;
