@@ -1,5 +1,6 @@
 """A worker group outlives its coordinator (issue 11, item 4): with a standalone `tpserve-coordinator` and an
 `mpirun -np 2 tpserve-worker` group, the coordinator is killed (SIGKILL) and started again on the same ports.
+A client with a request in flight learns at once that it is lost (ConnectionLostError, not a timeout).
 The group notices within 3 s, keeps its weights (the same rank processes: no reload) and registers with the
 new coordinator, which serves the very ids it served before (greedy, and seeded with the seed a reply
 returned). Every wait is on observable state with a deadline.
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 import tpserve
 
 from client_testing import alive, run_ids, wait_for, worker_ranks
@@ -52,8 +54,18 @@ def test_group_registers_with_a_restarted_coordinator_without_reloading():
             seeded = client.generate(PROMPT, max_tokens=16, temperature=0.9)
         assert greedy.token_ids == run_ids("--prompt", PROMPT, "--max-tokens", "16")
 
+        # A request in flight when the coordinator dies: its client hears at once that it is gone.
+        lost_client = tpserve.Client(endpoint, timeout=60)
+        lost_stream = lost_client.stream(PROMPT, max_tokens=200, ignore_eos=True)
+        next(lost_stream)
         coordinator.send_signal(signal.SIGKILL)
         coordinator.wait()
+        killed_at = time.monotonic()
+        with pytest.raises(tpserve.ConnectionLostError):
+            for _ in lost_stream:
+                pass
+        assert time.monotonic() - killed_at < 10
+        lost_client.close()
         coordinator = start_coordinator(port, worker_port)
         restarted_at = time.monotonic()
         wait_for(lambda: healthy(endpoint), 30, "the group to register with the new coordinator")
