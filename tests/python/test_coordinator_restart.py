@@ -5,6 +5,7 @@ The group notices within 3 s, keeps its weights (the same rank processes: no rel
 new coordinator, which serves the very ids it served before (greedy, and seeded with the seed a reply
 returned). Every wait is on observable state with a deadline.
 """
+import asyncio
 import os
 import signal
 import subprocess
@@ -27,6 +28,21 @@ def start_coordinator(port: int, worker_port: int) -> subprocess.Popen:
 def group_pids(mpirun: subprocess.Popen) -> list:
     out = subprocess.run(["pgrep", "-P", str(mpirun.pid)], capture_output=True, text=True)
     return sorted(int(pid) for pid in out.stdout.split())
+
+
+async def start_async_stream(endpoint: str):
+    client = tpserve.AsyncClient(endpoint, timeout=60)
+    stream = client.stream(PROMPT, max_tokens=200, ignore_eos=True)
+    await stream.__anext__()
+    return client, stream
+
+
+async def finish_async_stream(client, stream):
+    try:
+        async for _ in stream:
+            pass
+    finally:
+        await client.close()
 
 
 def healthy(endpoint: str) -> bool:
@@ -58,12 +74,17 @@ def test_group_registers_with_a_restarted_coordinator_without_reloading():
         lost_client = tpserve.Client(endpoint, timeout=60)
         lost_stream = lost_client.stream(PROMPT, max_tokens=200, ignore_eos=True)
         next(lost_stream)
+        loop = asyncio.new_event_loop()  # the async client's requests live on one loop
+        lost_async = loop.run_until_complete(start_async_stream(endpoint))
         coordinator.send_signal(signal.SIGKILL)
         coordinator.wait()
         killed_at = time.monotonic()
         with pytest.raises(tpserve.ConnectionLostError):
             for _ in lost_stream:
                 pass
+        with pytest.raises(tpserve.ConnectionLostError):
+            loop.run_until_complete(finish_async_stream(*lost_async))
+        loop.close()
         assert time.monotonic() - killed_at < 10
         lost_client.close()
         coordinator = start_coordinator(port, worker_port)

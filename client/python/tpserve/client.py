@@ -17,7 +17,8 @@ from zmq.utils.monitor import recv_monitor_message
 from . import _wire
 from ._generation import Generation
 from ._keys import use_curve_keys
-from .errors import ConnectionLostError, TpserveError, TpserveTimeoutError
+from ._connection import MONITORED_EVENTS, ConnectionWatch
+from .errors import TpserveError, TpserveTimeoutError
 from .types import Chunk, GenerateResult, Health, Stats, Tokenized
 
 _LINGER_MS = 500  # on close, how long a last message (a cancel) may wait to leave
@@ -43,9 +44,8 @@ class Client:
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
         use_curve_keys(self._socket, keys_dir, key_name)  # CURVE when the coordinator has keys (--keys DIR)
-        # Handshakes and disconnections: a request in flight when an established connection drops is lost.
-        self._monitor = self._socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-        self._is_session_up = False
+        self._monitor = self._socket.get_monitor_socket(MONITORED_EVENTS)
+        self._watch = ConnectionWatch(endpoint)
         self._socket.connect(endpoint)
         self._inbox: Dict[int, Deque[Tuple[str, Any]]] = {}  # replies of the requests still awaited
         self._next_request_id = 1
@@ -126,14 +126,9 @@ class Client:
                 event = recv_monitor_message(self._monitor, zmq.NOBLOCK)["event"]
             except zmq.Again:
                 return
-            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self._is_session_up = True
-            elif event == zmq.EVENT_DISCONNECTED and self._is_session_up:  # (a refused CURVE key never was up)
-                self._is_session_up = False
+            if self._watch.dropped(event):
                 for request_id, inbox in self._inbox.items():
-                    inbox.append(("error", ConnectionLostError(
-                        f"connection to the coordinator at {self.endpoint} lost: the request is gone with it (it "
-                        "holds request state); send it again (with a seed, the same tokens)", request_id)))
+                    inbox.append(("error", self._watch.error(request_id)))
 
     def _start(self, kind: str, fill=None) -> int:
         self._check_connection()  # a drop before this request concerns only those before it
