@@ -292,7 +292,7 @@ int RunServeCommand(int argc, char** argv) {
       coordinator_pid = -1;
       const bool is_clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       // A coordinator that died on its own is relaunched on the same ports; the worker group keeps
-      // its weights and registers with it (the requests it held are lost: their clients time out).
+      // its weights and registers with it (the requests it held are lost; their clients are told).
       if (!is_clean && is_serving && coordinator_restarts.OnExit(Clock::now())) {
         std::cerr << "tpserve serve: the coordinator exited (" << ExitText(status) << "); relaunching it in "
                   << coordinator_restarts.backoff().count() << " ms\n";
@@ -302,23 +302,26 @@ int RunServeCommand(int argc, char** argv) {
       }
     }
     if (coordinator_restarts.IsDue(Clock::now())) {
-      std::cerr << "tpserve serve: " << Join(coordinator) << "\n";
-      coordinator_pid = Spawn(coordinator);
       coordinator_restarts.OnStart(Clock::now());
-      if (coordinator_pid < 0) {
-        std::cerr << "tpserve serve: cannot start " << coordinator[0] << "\n";
+      if (!drain_sent && !g_stop_requested) {
+        std::cerr << "tpserve serve: " << Join(coordinator) << "\n";
+        coordinator_pid = Spawn(coordinator);
+      }
+      if (coordinator_pid < 0) {  // stopping meanwhile, or it cannot start
+        if (!drain_sent && !g_stop_requested) std::cerr << "tpserve serve: cannot start " << coordinator[0] << "\n";
         exit_code = 1;
         coordinator_exit_time = Clock::now();
       }
     }
+    const bool has_coordinator = coordinator_pid > 0 || coordinator_restarts.is_pending();
     if (workers_pid > 0 && waitpid(workers_pid, &status, WNOHANG) == workers_pid) {
       workers_pid = -1;
-      if (coordinator_pid > 0 && is_serving && workers_restarts.OnExit(Clock::now())) {
+      if (has_coordinator && is_serving && workers_restarts.OnExit(Clock::now())) {
         // The coordinator keeps the group's requests and replays them on the relaunched group.
         std::cerr << "tpserve serve: the worker group exited (" << ExitText(status) << "); relaunching it in "
                   << workers_restarts.backoff().count() << " ms (restart " << workers_restarts.num_in_a_row()
                   << " of " << flags.max_restarts << " in a row)\n";
-      } else if (coordinator_pid > 0 && is_serving) {
+      } else if (has_coordinator && is_serving) {
         drain("the worker group exited too often (--max-restarts " + std::to_string(flags.max_restarts) + ")");
       }
     }
