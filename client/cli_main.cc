@@ -324,7 +324,8 @@ int Stats(const CliFlags& flags) {
             << "\nrequests_rejected: " << s->num_requests_rejected
             << "\nmessages_dropped: " << s->num_messages_dropped << "\nworker_groups: " << s->num_worker_groups
             << "\nsteps: " << s->num_steps_total << "\ngenerated_tokens: " << s->num_generated_tokens
-            << "\npreemptions: " << s->num_preemptions << "\n";
+            << "\npreemptions: " << s->num_preemptions << "\nreplays: " << s->num_replays
+            << "\nwaiting_for_group: " << s->num_requests_waiting_for_group << "\n";
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include "comm/client_socket.h"
 
+#include <cstring>
+
 #include <zmq.hpp>
 
 #include "comm/zmq_transport.h"
@@ -35,16 +37,40 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) 
   socket_options.keys_dir = options.keys_dir;
   socket_options.key_name = options.key_name;
   ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket, ConnectClientSocket(*context, socket_options));
-  return std::unique_ptr<Client>(new Client(options, std::move(context), std::move(socket)));
+  constexpr const char* kMonitorEndpoint = "inproc://client-monitor";  // the context is this client's
+  ZMQ_CHECK(zmq_socket_monitor(socket->socket().handle(), kMonitorEndpoint,
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED));
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> monitor,
+                   ZmqSocket::Connect(*context, zmq::socket_type::pair, kMonitorEndpoint));
+  return std::unique_ptr<Client>(new Client(options, std::move(context), std::move(socket), std::move(monitor)));
 }
 
 Client::Client(const ClientOptions& options, std::unique_ptr<zmq::context_t> context,
-               std::unique_ptr<ZmqSocket> socket)
-    : options_(options), context_(std::move(context)), socket_(std::move(socket)) {}
+               std::unique_ptr<ZmqSocket> socket, std::unique_ptr<ZmqSocket> monitor)
+    : options_(options), context_(std::move(context)), socket_(std::move(socket)), monitor_(std::move(monitor)) {}
 
 Client::~Client() {
+  monitor_.reset();
   socket_.reset();  // before the context
   context_.reset();
+}
+
+bool Client::ConnectionDropped() {
+  bool dropped = false;
+  for (;;) {
+    StatusOr<Frames> event = monitor_->Receive(std::chrono::milliseconds(0));
+    if (!event.ok()) return dropped;
+    if (event->empty() || event->front().size() < sizeof(uint16_t)) continue;
+    uint16_t id = 0;  // frame 1: event id (16 bits, host order), value (32 bits); frame 2: endpoint
+    std::memcpy(&id, event->front().data(), sizeof(id));
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      is_session_up_ = true;
+    } else if (id == ZMQ_EVENT_DISCONNECTED && is_session_up_) {
+      // (A connection that never completed its handshake, e.g. a refused CURVE key, carried nothing.)
+      is_session_up_ = false;
+      dropped = true;
+    }
+  }
 }
 
 Status Client::Send(ClientMessage message) {
@@ -60,6 +86,7 @@ StatusOr<uint64_t> Client::Start(const proto::GenerateRequest& request) {
   message.request_id = next_request_id_++;
   message.kind = ClientMessageKind::kGenerate;
   message.generate = request;
+  (void)ConnectionDropped();  // a drop before this request does not concern it
   RETURN_IF_ERROR(Send(std::move(message)));
   return next_request_id_ - 1;
 }
@@ -92,7 +119,14 @@ StatusOr<ServerMessage> Client::ReceiveFromSocket(std::chrono::milliseconds time
     if (now >= deadline) return DeadlineExceeded("no reply from " + options_.server);
     auto wait = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now),
                          options_.heartbeat_interval);
-    StatusOr<Frames> frames = socket_->Receive(wait);
+    ASSIGN_OR_RETURN(std::vector<bool> readable, PollReadable({socket_.get(), monitor_.get()}, wait));
+    if (readable[1] && ConnectionDropped()) {
+      return Unavailable("connection to the coordinator at " + options_.server +
+                         " lost: the requests in flight on it are gone with it (it holds request state); send them "
+                         "again (with a seed, the same tokens)");
+    }
+    if (!readable[0]) continue;
+    StatusOr<Frames> frames = socket_->Receive(std::chrono::milliseconds(0));
     if (!frames.ok()) {
       if (frames.status().code() == StatusCode::kDeadlineExceeded) continue;
       return frames.status();
@@ -118,6 +152,7 @@ StatusOr<proto::HealthReply> Client::Health() {
   ClientMessage message;
   message.request_id = next_request_id_++;
   message.kind = ClientMessageKind::kHealth;
+  (void)ConnectionDropped();
   RETURN_IF_ERROR(Send(message));
   ASSIGN_OR_RETURN(ServerMessage reply, Await(message.request_id, ServerMessageKind::kHealth));
   return reply.health;
@@ -127,6 +162,7 @@ StatusOr<proto::StatsReply> Client::Stats() {
   ClientMessage message;
   message.request_id = next_request_id_++;
   message.kind = ClientMessageKind::kStats;
+  (void)ConnectionDropped();
   RETURN_IF_ERROR(Send(message));
   ASSIGN_OR_RETURN(ServerMessage reply, Await(message.request_id, ServerMessageKind::kStats));
   return reply.stats;

@@ -8,6 +8,10 @@
 //    id, Receive() returns the next server message of any request, Cancel() cancels one.
 // While waiting, the client sends a heartbeat every ClientOptions::heartbeat_interval so the
 // coordinator knows it is still there (a client that goes silent has its requests cancelled).
+// The coordinator holds request state: when the connection drops (it died or restarted), a wait
+// for replies ends at once with UNAVAILABLE ("connection ... lost"), not at the timeout; the
+// requests sent before are gone (send them again: with their seed, the same tokens). The socket
+// reconnects by itself for later requests.
 // Not thread-safe: one thread per Client (make several Clients for several threads).
 #pragma once
 
@@ -88,7 +92,9 @@ class Client {
 
  private:
   Client(const ClientOptions& options, std::unique_ptr<zmq::context_t> context,
-         std::unique_ptr<ZmqSocket> socket);
+         std::unique_ptr<ZmqSocket> socket, std::unique_ptr<ZmqSocket> monitor);
+  // Whether an established connection dropped since the last call (drains the monitor's events).
+  bool ConnectionDropped();
   Status Send(proto::ClientMessage message);
   StatusOr<proto::ServerMessage> ReceiveFromSocket(std::chrono::milliseconds timeout);
   // Waits for the reply of kind `kind` to request_id; other messages wait in inbox_ for Receive.
@@ -97,6 +103,8 @@ class Client {
   ClientOptions options_;
   std::unique_ptr<zmq::context_t> context_;
   std::unique_ptr<ZmqSocket> socket_;
+  std::unique_ptr<ZmqSocket> monitor_;  // socket_'s handshake and disconnection events
+  bool is_session_up_ = false;          // a handshake completed since the last disconnection
   std::deque<proto::ServerMessage> inbox_;  // received while awaiting another reply
   uint64_t next_request_id_ = 1;
   std::chrono::steady_clock::time_point last_sent_;

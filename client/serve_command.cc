@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -35,7 +36,56 @@ struct ServeFlags {
   std::vector<std::string> http_args;    // passed through to tpserve-http
   std::vector<std::string> worker_args;  // passed through to tpserve-worker
   std::vector<std::string> coordinator_args;
+  int max_restarts = 5;  // relaunches of the worker group (or the coordinator) in a row
+  int restart_backoff_ms = 500;  // before the first relaunch in a row; doubles with each further one
 };
+
+using Clock = std::chrono::steady_clock;
+
+// Relaunching a child that died on its own (the worker group, the coordinator): after the k-th
+// exit in a row, wait first * 2^(k-1) (at most kMaxBackoff); a child that ran kStableRun counted
+// as healthy, so its next exit is the first in a row; past max_in_a_row, no relaunch.
+class Restarts {
+ public:
+  static constexpr std::chrono::milliseconds kMaxBackoff{30000};
+  static constexpr std::chrono::seconds kStableRun{60};
+
+  Restarts(std::chrono::milliseconds first, int max_in_a_row)
+      : first_(first), max_in_a_row_(max_in_a_row), started_(Clock::now()) {}
+
+  // The child exited at `now`: true when it is to be relaunched (IsDue after backoff()).
+  bool OnExit(Clock::time_point now) {
+    if (now - started_ >= kStableRun) num_in_a_row_ = 0;
+    if (++num_in_a_row_ > max_in_a_row_) return false;
+    backoff_ = first_;
+    for (int i = 1; i < num_in_a_row_ && backoff_ < kMaxBackoff; ++i) backoff_ *= 2;
+    backoff_ = std::min(backoff_, std::chrono::milliseconds(kMaxBackoff));
+    due_ = now + backoff_;
+    return true;
+  }
+  bool IsDue(Clock::time_point now) const { return now >= due_; }
+  bool is_pending() const { return due_ != Clock::time_point::max(); }
+  // The relaunch happened (or was given up) at `now`.
+  void OnStart(Clock::time_point now) {
+    started_ = now;
+    due_ = Clock::time_point::max();
+  }
+  std::chrono::milliseconds backoff() const { return backoff_; }
+  int num_in_a_row() const { return num_in_a_row_; }
+
+ private:
+  std::chrono::milliseconds first_;
+  int max_in_a_row_;
+  int num_in_a_row_ = 0;
+  Clock::time_point started_;
+  Clock::time_point due_ = Clock::time_point::max();
+  std::chrono::milliseconds backoff_{0};
+};
+
+std::string ExitText(int status) {
+  return WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                           : "signal " + std::to_string(WTERMSIG(status));
+}
 
 std::string FindBinary(const char* env, const std::string& name, const std::string& sibling_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
@@ -83,6 +133,13 @@ class ServeFlagParser {
     app.add_option("--port", f.port, "client endpoint port")->check(CLI::Range(1, 65535))->capture_default_str();
     app.add_option("--worker-port", f.worker_port, "worker endpoint port")->check(CLI::Range(1, 65535))
         ->capture_default_str();
+    app.add_option("--max-restarts", f.max_restarts,
+                   "relaunch a lost worker group (or a crashed coordinator) at most this many times in a row "
+                   "(one that ran 60 s resets the count)")
+        ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+    app.add_option("--restart-backoff-ms", f.restart_backoff_ms,
+                   "wait before the first relaunch (doubling for each further one in a row, at most 30 s)")
+        ->check(CLI::Range(0, 60000))->capture_default_str();
     for (PassThrough& p : worker_) app.add_option(p.flag, p.value, p.help)->group("Worker group (tpserve-worker)");
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
@@ -131,7 +188,8 @@ class ServeFlagParser {
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""}};
-  PassThrough coordinator_[7] = {{"--max-num-seqs", "sequences running at once", ""},
+  PassThrough coordinator_[8] = {{"--max-num-seqs", "sequences running at once", ""},
+                                 {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},
                                  {"--max-queued-tokens", "waiting prompt tokens before `overloaded` (HTTP 429)", ""},
@@ -193,6 +251,9 @@ int RunServeCommand(int argc, char** argv) {
     waitpid(coordinator_pid, nullptr, 0);
     return 1;
   }
+  const auto first_backoff = std::chrono::milliseconds(flags.restart_backoff_ms);
+  Restarts workers_restarts(first_backoff, flags.max_restarts);
+  Restarts coordinator_restarts(first_backoff, flags.max_restarts);
 
   // The gateway is a child process like the others (not a thread of this supervisor): the same
   // binary as a standalone gateway, and a crash in it cannot take the supervisor down.
@@ -213,55 +274,86 @@ int RunServeCommand(int argc, char** argv) {
   int exit_code = http_pid < 0 && flags.http_port > 0 ? 1 : 0;
   bool drain_sent = http_pid < 0 && flags.http_port > 0;
   if (drain_sent) kill(coordinator_pid, SIGTERM);
-  int coordinator_status = 0;
-  auto coordinator_exit_time = std::chrono::steady_clock::time_point::max();
-  // Supervise: poll both children (a supervisor's tick, not a synchronisation).
-  while (coordinator_pid > 0 || workers_pid > 0 || http_pid > 0) {
+  auto coordinator_exit_time = Clock::time_point::max();
+  auto drain = [&](const std::string& why) {
+    std::cerr << "tpserve serve: " << why << "; draining the coordinator\n";
+    exit_code = 1;
+    if (!drain_sent && coordinator_pid > 0) kill(coordinator_pid, SIGTERM);
+    drain_sent = true;
+  };
+  // Supervise: poll the children (a supervisor's tick, not a synchronisation).
+  while (coordinator_pid > 0 || workers_pid > 0 || http_pid > 0 || coordinator_restarts.is_pending()) {
     if (g_stop_requested && !drain_sent && coordinator_pid > 0) {
       std::cerr << "tpserve serve: draining\n";
       kill(coordinator_pid, SIGTERM);
       drain_sent = true;
     }
+    const bool is_serving = !drain_sent && !g_stop_requested;
     int status = 0;
     if (coordinator_pid > 0 && waitpid(coordinator_pid, &status, WNOHANG) == coordinator_pid) {
       coordinator_pid = -1;
-      coordinator_status = status;
-      coordinator_exit_time = std::chrono::steady_clock::now();
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) exit_code = 1;
+      const bool is_clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      // A coordinator that died on its own is relaunched on the same ports; the worker group keeps
+      // its weights and registers with it (the requests it held are lost; their clients are told).
+      if (!is_clean && is_serving && coordinator_restarts.OnExit(Clock::now())) {
+        std::cerr << "tpserve serve: the coordinator exited (" << ExitText(status) << "); relaunching it in "
+                  << coordinator_restarts.backoff().count() << " ms\n";
+      } else {
+        coordinator_exit_time = Clock::now();
+        if (!is_clean) exit_code = 1;
+      }
     }
+    if (coordinator_restarts.IsDue(Clock::now())) {
+      coordinator_restarts.OnStart(Clock::now());
+      if (!drain_sent && !g_stop_requested) {
+        std::cerr << "tpserve serve: " << Join(coordinator) << "\n";
+        coordinator_pid = Spawn(coordinator);
+      }
+      if (coordinator_pid < 0) {  // stopping meanwhile, or it cannot start
+        if (!drain_sent && !g_stop_requested) std::cerr << "tpserve serve: cannot start " << coordinator[0] << "\n";
+        exit_code = 1;
+        coordinator_exit_time = Clock::now();
+      }
+    }
+    const bool has_coordinator = coordinator_pid > 0 || coordinator_restarts.is_pending();
     if (workers_pid > 0 && waitpid(workers_pid, &status, WNOHANG) == workers_pid) {
       workers_pid = -1;
-      if (coordinator_pid > 0) {
-        std::cerr << "tpserve serve: the worker group exited; draining the coordinator\n";
-        exit_code = 1;
-        if (!drain_sent) kill(coordinator_pid, SIGTERM);
-        drain_sent = true;
+      if (has_coordinator && is_serving && workers_restarts.OnExit(Clock::now())) {
+        // The coordinator keeps the group's requests and replays them on the relaunched group.
+        std::cerr << "tpserve serve: the worker group exited (" << ExitText(status) << "); relaunching it in "
+                  << workers_restarts.backoff().count() << " ms (restart " << workers_restarts.num_in_a_row()
+                  << " of " << flags.max_restarts << " in a row)\n";
+      } else if (has_coordinator && is_serving) {
+        drain("the worker group exited too often (--max-restarts " + std::to_string(flags.max_restarts) + ")");
       }
+    }
+    // (While the coordinator itself is being relaunched, the group's relaunch waits for it.)
+    if (workers_restarts.IsDue(Clock::now()) && !coordinator_restarts.is_pending()) {
+      if (coordinator_pid > 0 && !drain_sent && !g_stop_requested) {
+        std::cerr << "tpserve serve: " << Join(workers) << "\n";
+        workers_pid = Spawn(workers);
+        if (workers_pid < 0) drain("cannot start " + workers[0]);
+      }
+      workers_restarts.OnStart(Clock::now());
     }
     if (http_pid > 0 && waitpid(http_pid, &status, WNOHANG) == http_pid) {
       http_pid = -1;
-      if (coordinator_pid > 0 && !http_stop_sent) {
-        std::cerr << "tpserve serve: the HTTP gateway exited; draining the coordinator\n";
-        exit_code = 1;
-        if (!drain_sent) kill(coordinator_pid, SIGTERM);
-        drain_sent = true;
-      }
+      if (coordinator_pid > 0 && !http_stop_sent) drain("the HTTP gateway exited");
     }
+    const bool is_coordinator_gone = coordinator_pid < 0 && !coordinator_restarts.is_pending();
     // The gateway serves until the coordinator is gone (drained requests finish streaming).
-    if (coordinator_pid < 0 && http_pid > 0 && !http_stop_sent) {
+    if (is_coordinator_gone && http_pid > 0 && !http_stop_sent) {
       kill(http_pid, SIGTERM);
       http_stop_sent = true;
     }
     // The coordinator sends Shutdown to the group on exit; give it time, then insist.
-    if (coordinator_pid < 0 && workers_pid > 0 &&
-        std::chrono::steady_clock::now() - coordinator_exit_time > std::chrono::seconds(15)) {
+    if (is_coordinator_gone && workers_pid > 0 && Clock::now() - coordinator_exit_time > std::chrono::seconds(15)) {
       std::cerr << "tpserve serve: worker group still running after shutdown; terminating it\n";
       kill(workers_pid, SIGTERM);
-      coordinator_exit_time = std::chrono::steady_clock::time_point::max();
+      coordinator_exit_time = Clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  (void)coordinator_status;
   return exit_code;
 }
 

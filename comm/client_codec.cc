@@ -388,6 +388,7 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       f.setTtftMs(m.finish.ttft_ms);
       f.setTpotMs(m.finish.tpot_ms);
       f.setSeed(m.finish.seed);
+      f.setNumReplays(m.finish.num_replays);
       break;
     }
     case ServerMessageKind::kError: {
@@ -426,6 +427,8 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       s.setNumStepsTotal(r.num_steps_total);
       s.setNumGeneratedTokens(r.num_generated_tokens);
       s.setNumPreemptions(r.num_preemptions);
+      s.setNumReplays(r.num_replays);
+      s.setNumRequestsWaitingForGroup(r.num_requests_waiting_for_group);
       break;
     }
   }
@@ -486,6 +489,7 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.finish.ttft_ms = f.getTtftMs();
         m.finish.tpot_ms = f.getTpotMs();
         m.finish.seed = f.getSeed();
+        m.finish.num_replays = f.getNumReplays();
         break;
       }
       case client_wire::ServerMessage::Body::ERROR: {
@@ -526,6 +530,8 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         r.num_steps_total = s.getNumStepsTotal();
         r.num_generated_tokens = s.getNumGeneratedTokens();
         r.num_preemptions = s.getNumPreemptions();
+        r.num_replays = s.getNumReplays();
+        r.num_requests_waiting_for_group = s.getNumRequestsWaitingForGroup();
         break;
       }
       default: return InvalidArgument("unknown server message kind");

@@ -126,6 +126,7 @@ struct Finish {
   double ttft_ms = 0;
   double tpot_ms = 0;
   uint64_t seed = 0;  // the request's seed, given or drawn by the coordinator: replays the request
+  uint32_t num_replays = 0;  // re-runs after a lost worker group (same tokens; see README)
 };
 
 struct ErrorReply {
@@ -160,6 +161,8 @@ struct StatsReply {
   uint64_t num_steps_total = 0;
   uint64_t num_generated_tokens = 0;
   uint64_t num_preemptions = 0;
+  uint64_t num_replays = 0;
+  uint32_t num_requests_waiting_for_group = 0;
 };
 
 struct PromptLogprobs {

@@ -24,6 +24,7 @@ Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
     int done = 0;
     MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
     if (done) return OkStatus();
+    if (policy.liveness != nullptr) RETURN_IF_ERROR(policy.liveness->Check());
     const SteadyClock::time_point now = SteadyClock::now();
     if (deadline && now >= *deadline) {
       const double waited = std::chrono::duration<double>(now - start).count();

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include "comm/peer_liveness.h"
 #include "common/status.h"
 
 namespace tpserve {
@@ -36,13 +37,17 @@ struct WaitPolicy {
   std::chrono::microseconds min_sleep{4};
   std::chrono::microseconds max_sleep{1000};
   bool always_spin = false;  // never sleep (for measuring what the backoff costs and saves)
+  // Borrowed, may be null: checked on every poll, so a wait ends (with its UNAVAILABLE) as soon as
+  // a peer is known gone rather than at the deadline.
+  const PeerLiveness* liveness = nullptr;
 };
 
 using SteadyClock = std::chrono::steady_clock;
 
 // Completes `*request`. DEADLINE_EXCEEDED naming `what` if `deadline` passes first (the request is
 // then left pending and the communicator that issued it must be considered broken);
-// UNAVAILABLE if MPI reports an error. No deadline: wait forever (an idle follower).
+// UNAVAILABLE if MPI reports an error or policy.liveness reports a peer gone (the request is then
+// left pending too). No deadline: wait until done or a peer is gone (an idle follower).
 Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
                       std::optional<SteadyClock::time_point> deadline, const char* what);
 

@@ -70,6 +70,7 @@ std::string EncodeWorkerMessage(const WorkerMessage& message) {
                    out.setSequence(m.sequence);
                    out.setSentUnixMicros(m.sent_unix_micros);
                    out.setIsEcho(m.is_echo);
+                   out.setGroupId(m.group_id);
                  },
                  [&](const ShutdownMessage& m) { root.initShutdown().setReason(m.reason); },
                  [&](const ErrorMessage& m) {
@@ -119,7 +120,7 @@ StatusOr<WorkerMessage> DecodeWorkerMessage(std::string_view bytes, const Decode
         break;
       case wire::WorkerMessage::HEARTBEAT: {
         auto in = root.getHeartbeat();
-        decoded = HeartbeatMessage{in.getSequence(), in.getSentUnixMicros(), in.getIsEcho()};
+        decoded = HeartbeatMessage{in.getSequence(), in.getSentUnixMicros(), in.getIsEcho(), in.getGroupId()};
         break;
       }
       case wire::WorkerMessage::SHUTDOWN:

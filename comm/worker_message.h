@@ -50,6 +50,7 @@ struct HeartbeatMessage {
   uint64_t sequence = 0;
   int64_t sent_unix_micros = 0;
   bool is_echo = false;
+  uint32_t group_id = 0;  // != 0: sent by that group's liveness socket (worker/group_session_beat.h)
 };
 
 // Coordinator -> leader: every rank of the group exits 0.

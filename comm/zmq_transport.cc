@@ -69,6 +69,9 @@ StatusOr<std::unique_ptr<ZmqSocket>> ZmqSocket::Open(zmq::context_t& context, zm
     if (type == zmq::socket_type::router && options.router_mandatory) {
       socket.set(zmq::sockopt::router_mandatory, 1);
     }
+    if (type == zmq::socket_type::router && options.router_handover) {
+      socket.set(zmq::sockopt::router_handover, 1);
+    }
     if (bind) {
       socket.bind(endpoint);
     } else {

@@ -42,6 +42,9 @@ struct SocketOptions {
   int linger_ms = 0;                               // ZMQ_LINGER: close never waits for unsent data
   std::string routing_id;                          // ZMQ_ROUTING_ID of a DEALER ("": zmq picks one)
   bool router_mandatory = true;                    // ROUTER: sending to an unknown peer is an error
+  // ROUTER: a peer connecting with a routing id already in use takes it over (ZMQ_ROUTER_HANDOVER)
+  // instead of being ignored: a worker group reconnecting before its old connection is reaped.
+  bool router_handover = false;
   int heartbeat_ivl_ms = 0;                        // ZMQ_HEARTBEAT_IVL (0: off); TCP-level liveness
   int heartbeat_timeout_ms = 0;                    // ZMQ_HEARTBEAT_TIMEOUT
   // CurveZMQ (comm/curve_keys.h), Z85 keys. A server socket sets curve_secret_key and a ZAP domain

@@ -5,6 +5,7 @@
 //   tpserve-coordinator --model M [--host 0.0.0.0] [--port 5555] [--worker-port 5556]
 //       [--max-num-seqs 64] [--max-batched-tokens 512] [--max-queue 256] [--max-model-len N]
 //       [--no-prefix-caching] [--api-key K]... [--step-timeout-ms 60000] [--client-timeout-ms 30000]
+//       [--heartbeat-interval-ms 500] [--heartbeat-timeout-ms 2500] [--max-replays 3] [--replay-wait-ms 60000]
 //       [--metrics-port P] [--metrics-host 127.0.0.1] [--keys DIR] [--insecure]
 // --metrics-port serves GET /metrics (Prometheus text) over HTTP; off without it.
 //   (tpserve-coordinator --help: what each flag does)
@@ -71,6 +72,21 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option_function<int>(
          "--step-timeout-ms", [&s](int ms) { s.step_timeout = std::chrono::milliseconds(ms); },
          "a worker group that takes longer for a step is lost")
+      ->check(count);
+  app.add_option_function<int>(
+         "--heartbeat-interval-ms", [&s](int ms) { s.heartbeat_interval = std::chrono::milliseconds(ms); },
+         "heartbeats to and from worker groups this often")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option_function<int>(
+         "--heartbeat-timeout-ms", [&s](int ms) { s.heartbeat_timeout = std::chrono::milliseconds(ms); },
+         "a worker group silent this long (dead, stopped or unreachable leader) is lost")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--max-replays", s.max_replays,
+                 "re-run a request this many times when its worker group is lost (then worker_lost)")
+      ->check(count)->capture_default_str();
+  app.add_option_function<int>(
+         "--replay-wait-ms", [&s](int ms) { s.replay_wait = std::chrono::milliseconds(ms); },
+         "a request of a lost group waits this long for a group to replay it on")
       ->check(count);
   app.add_option_function<int>(
          "--client-timeout-ms", [&s](int ms) { s.client_timeout = std::chrono::milliseconds(ms); },

@@ -64,6 +64,7 @@ proto::ServerMessage RequestStream::FinishMessage(int32_t sample_index, proto::F
   m.finish.ttft_ms = usage.ttft_s < 0 ? 0 : usage.ttft_s * 1e3;
   m.finish.tpot_ms = usage.tpot_s < 0 ? 0 : usage.tpot_s * 1e3;
   m.finish.seed = seed_;
+  m.finish.num_replays = num_replays_;
   return m;
 }
 

@@ -54,6 +54,9 @@ class RequestStream {
   bool all_finished() const { return num_finished_ == static_cast<int32_t>(samples_.size()); }
   int32_t num_samples() const { return static_cast<int32_t>(samples_.size()); }
   uint64_t client_request_id() const { return client_request_id_; }
+  // The request is re-run after its worker group was lost; every Finish reports the count.
+  void CountReplay() { ++num_replays_; }
+  uint32_t num_replays() const { return num_replays_; }
 
  private:
   struct Sample {
@@ -75,6 +78,7 @@ class RequestStream {
   bool is_prompt_logprobs_sent_ = false;
   std::vector<Sample> samples_;
   int32_t num_finished_ = 0;
+  uint32_t num_replays_ = 0;
 };
 
 }  // namespace tpserve

@@ -66,6 +66,26 @@ const Sequence* Scheduler::FindSequence(uint64_t seq_id) const {
   return it == live_.end() ? nullptr : it->second.get();
 }
 
+Status Scheduler::CheckFits(int64_t num_prompt, int32_t max_tokens) const {
+  const int64_t total = num_prompt + max_tokens;
+  if (total > config_.max_model_len) {
+    return OutOfRange("prompt (" + std::to_string(num_prompt) + " tokens) + max_tokens (" +
+                      std::to_string(max_tokens) + ") exceeds the context of " +
+                      std::to_string(config_.max_model_len) + " tokens");
+  }
+  // The last sampled token is never fed back, so it needs no KV slot.
+  const int32_t blocks_needed = CeilDiv(total - 1, block_manager_.block_size());
+  if (blocks_needed > block_manager_.num_blocks()) {
+    return OutOfRange("prompt + max_tokens needs " + std::to_string(blocks_needed) +
+                      " KV blocks, the cache has " + std::to_string(block_manager_.num_blocks()));
+  }
+  if (!config_.enable_chunked_prefill && num_prompt > config_.max_num_batched_tokens) {
+    return OutOfRange("prompt of " + std::to_string(num_prompt) + " tokens exceeds the step budget of " +
+                      std::to_string(config_.max_num_batched_tokens) + " (chunked prefill is off)");
+  }
+  return OkStatus();
+}
+
 Status Scheduler::Add(ScheduleRequest request) {
   const int64_t num_prompt = static_cast<int64_t>(request.prompt_ids.size());
   const int32_t n = request.num_samples;
@@ -84,22 +104,7 @@ Status Scheduler::Add(ScheduleRequest request) {
   if (live_it != live_.end() && live_it->first < first_id + kMaxSamplesPerRequest) {
     return InvalidArgument("request id " + std::to_string(request.request_id) + " is already live");
   }
-  const int64_t total = num_prompt + request.stopping.max_tokens;
-  if (total > config_.max_model_len) {
-    return OutOfRange("prompt (" + std::to_string(num_prompt) + " tokens) + max_tokens (" +
-                      std::to_string(request.stopping.max_tokens) + ") exceeds the context of " +
-                      std::to_string(config_.max_model_len) + " tokens");
-  }
-  // The last sampled token is never fed back, so it needs no KV slot.
-  const int32_t blocks_needed = CeilDiv(total - 1, block_manager_.block_size());
-  if (blocks_needed > block_manager_.num_blocks()) {
-    return OutOfRange("prompt + max_tokens needs " + std::to_string(blocks_needed) +
-                      " KV blocks, the cache has " + std::to_string(block_manager_.num_blocks()));
-  }
-  if (!config_.enable_chunked_prefill && num_prompt > config_.max_num_batched_tokens) {
-    return OutOfRange("prompt of " + std::to_string(num_prompt) + " tokens exceeds the step budget of " +
-                      std::to_string(config_.max_num_batched_tokens) + " (chunked prefill is off)");
-  }
+  RETURN_IF_ERROR(CheckFits(num_prompt, request.stopping.max_tokens));
   if (num_waiting() + n > config_.max_queue) {
     return ResourceExhausted("overloaded: " + std::to_string(num_waiting()) +
                              " sequences already waiting (limit " + std::to_string(config_.max_queue) + ")");
@@ -540,6 +545,50 @@ void Scheduler::ResetKvCache() {
   DiscardInFlight();
   while (!running_.empty()) Preempt(running_.back());
   block_manager_.ResetPrefixCache();
+}
+
+std::vector<ReleasedRequest> Scheduler::ReleaseAll() {
+  ResetKvCache();  // every sequence waiting (or pending its fork), no blocks, nothing computed
+  std::vector<ReleasedRequest> released;
+  for (auto& [seq_id, seq] : live_) {  // by seq id: grouped by request, samples in order
+    if (released.empty() || released.back().request_id != seq->request_id) {
+      ReleasedRequest request;
+      request.request_id = seq->request_id;
+      request.has_pending_forks = pending_forks_.count(seq->request_id) > 0;
+      released.push_back(std::move(request));
+    }
+    released.back().sequences.push_back(std::move(seq));
+  }
+  live_.clear();
+  waiting_.clear();
+  pending_forks_.clear();
+  return released;
+}
+
+Status Scheduler::Adopt(ReleasedRequest request) {
+  if (request.sequences.empty()) return InvalidArgument("nothing to adopt");
+  const Sequence& first = *request.sequences.front();
+  RETURN_IF_ERROR(CheckFits(first.num_prompt_tokens(), first.stopping.max_tokens));
+  for (const auto& seq : request.sequences) {
+    if (seq->status != SequenceStatus::kWaiting || !seq->block_table.empty() || seq->num_computed != 0) {
+      return InvalidArgument("seq " + std::to_string(seq->seq_id) + " was not released");
+    }
+    if (live_.count(seq->seq_id)) return InvalidArgument("seq " + std::to_string(seq->seq_id) + " is already live");
+  }
+  const uint64_t arrival = next_arrival_++;
+  // Samples still waiting to fork keep waiting for their leader (sample 0), here as there.
+  const bool fork = request.has_pending_forks && first.sample_index == 0;
+  for (auto& seq : request.sequences) {
+    seq->arrival_order = arrival;
+    Sequence* raw = seq.get();
+    live_.emplace(raw->seq_id, std::move(seq));
+    if (fork && raw->sample_index > 0) {
+      pending_forks_[raw->request_id].push_back(raw);
+    } else {
+      InsertOrdered(waiting_, raw);
+    }
+  }
+  return OkStatus();
 }
 
 SchedulerStats Scheduler::Stats() const {

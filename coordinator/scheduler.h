@@ -76,6 +76,16 @@ struct SequenceEvent {
   double tpot_s = -1;
 };
 
+// One request's live sequences, handed from the scheduler of a lost worker group to another
+// (Scheduler::ReleaseAll / Adopt): reset to waiting (no blocks, nothing computed), with their
+// prompt, output so far and sampling state, so that the adopting group re-prefills prompt ++
+// output and continues with the very tokens the lost group would have sampled.
+struct ReleasedRequest {
+  uint64_t request_id = 0;
+  std::vector<std::unique_ptr<Sequence>> sequences;  // [live samples], by sample index
+  bool has_pending_forks = false;  // samples 1.. still wait to fork from sample 0's prefill
+};
+
 struct SchedulerStats {
   int32_t num_waiting = 0;
   int32_t num_running = 0;
@@ -124,6 +134,14 @@ class Scheduler {
   // sequence and clears the prefix cache. Waiting sequences keep their order.
   void ResetKvCache();
 
+  // The worker group is lost: hands over every live request (in request id order), leaving this
+  // scheduler empty (its in-flight plan discarded, every block free).
+  std::vector<ReleasedRequest> ReleaseAll();
+  // Queues a request released by another scheduler, behind the requests already waiting.
+  // OUT_OF_RANGE when it does not fit this group (CheckFits, as Add); INVALID_ARGUMENT when a
+  // sequence is not in its released state or already live. Nothing is queued on error.
+  Status Adopt(ReleasedRequest request);
+
   // Finishes one sequence now with `reason` (cancel, a stop string the server matched) and frees
   // its blocks. NOT_FOUND when it is not live.
   Status Abort(uint64_t seq_id, FinishReason reason = FinishReason::kCancelled);
@@ -141,6 +159,9 @@ class Scheduler {
   const BlockManager& block_manager() const { return block_manager_; }
 
  private:
+  // A request of `num_prompt` tokens and up to `max_tokens` more fits this group: context, KV
+  // blocks, and the step budget when chunked prefill is off. OUT_OF_RANGE otherwise.
+  Status CheckFits(int64_t num_prompt, int32_t max_tokens) const;
   bool Before(const Sequence& a, const Sequence& b) const;
   void InsertOrdered(std::vector<Sequence*>& queue, Sequence* seq) const;
   void Preempt(Sequence* seq);

@@ -88,6 +88,7 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, c
                                                            options.client_endpoint, client_options));
   worker_options.max_message_bytes = int64_t{256} << 20;  // step results with logits (tests)
   worker_options.router_mandatory = true;
+  worker_options.router_handover = true;  // a group registering again (it lost us) takes its id back
   ASSIGN_OR_RETURN(server->worker_socket_, ZmqSocket::Bind(*server->context_, zmq::socket_type::router,
                                                            options.worker_endpoint, worker_options));
   if (options.metrics_port >= 0) {
@@ -352,6 +353,7 @@ void Server::ForgetRequest(uint64_t request_id) {
   if (it == requests_.end()) return;
   auto group_it = groups_.find(it->second.group_id);
   if (group_it != groups_.end()) (void)group_it->second->scheduler().AbortRequest(request_id);
+  std::erase_if(orphans_, [request_id](const Orphan& orphan) { return orphan.request.request_id == request_id; });
   request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
   requests_.erase(it);
 }
@@ -403,6 +405,8 @@ proto::StatsReply Server::MakeStats() const {
   s.num_messages_dropped = num_messages_dropped_;
   s.num_worker_groups = static_cast<uint32_t>(groups_.size());
   s.num_steps_total = num_steps_total_;
+  s.num_replays = num_replays_total_;
+  s.num_requests_waiting_for_group = static_cast<uint32_t>(orphans_.size());
   s.num_generated_tokens = num_generated_tokens_;
   return s;
 }
@@ -456,6 +460,11 @@ void Server::HandleWorkerFrames(std::vector<std::string> frames) {
           }
           HandleStepResult(*group, m);
         } else if constexpr (std::is_same_v<T, HeartbeatMessage>) {
+          // A beat from a leader's liveness connection (routing id: the session's + "/beat").
+          auto beating = groups_.find(m.group_id);
+          if (m.group_id != 0 && beating != groups_.end() && routing_id == beating->second->routing_id() + "/beat") {
+            beating->second->MarkSeen(Clock::now());
+          }
           if (!m.is_echo) {
             HeartbeatMessage echo = m;
             echo.is_echo = true;
@@ -495,7 +504,9 @@ void Server::HandleHello(const std::string& routing_id, const HelloMessage& hell
   if (hello.vocab_size > 0 && hello.vocab_size != options_.limits.vocab_size) {
     return refuse("vocab size " + std::to_string(hello.vocab_size) + " != " + std::to_string(options_.limits.vocab_size));
   }
-  if (WorkerGroupLink* old = FindGroupByRoutingId(routing_id)) LoseGroup(old->group_id(), "group re-registered");
+  if (WorkerGroupLink* old = FindGroupByRoutingId(routing_id)) {
+    LoseGroup(old->group_id(), "the group registered again", /*is_reregistering=*/true);
+  }
   const uint32_t group_id = next_group_id_++;
   auto group = std::make_unique<WorkerGroupLink>(group_id, routing_id, hello, options_.scheduler);
   WelcomeMessage welcome;
@@ -508,6 +519,7 @@ void Server::HandleHello(const std::string& routing_id, const HelloMessage& hell
   LOG(INFO) << "coordinator: worker group " << group_id << " registered: tp " << hello.tp_size << ", "
             << hello.num_blocks << " blocks of " << hello.block_size << " tokens, host " << hello.hostname;
   groups_.emplace(group_id, std::move(group));
+  AdoptOrphans();
 }
 
 void Server::StartSteps() {
@@ -571,15 +583,8 @@ void Server::FailStep(WorkerGroupLink& group, const Status& error) {
   std::sort(request_ids.begin(), request_ids.end());
   request_ids.erase(std::unique(request_ids.begin(), request_ids.end()), request_ids.end());
   for (uint64_t request_id : request_ids) {
-    auto it = requests_.find(request_id);
-    if (it == requests_.end()) continue;
-    const std::string client_id = it->second.client_id;
-    const uint64_t client_request_id = it->second.stream->client_request_id();
-    ForgetRequest(request_id);
-    ++num_requests_rejected_;
-    metrics_.OnFailed(request_id, proto::ErrorKind::kInternal);
-    SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
-                                                    "the worker group failed this request's step: " + error.message()));
+    FailRequest(request_id, proto::ErrorKind::kInternal,
+                "the worker group failed this request's step: " + error.message());
   }
 }
 
@@ -595,13 +600,8 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
       metrics_.OnToken(event.request_id, event.sample_index, now);
     }
     if (event.is_finished && event.finish_reason == FinishReason::kError) {
-      const std::string client_id = live.client_id;
-      const uint64_t client_request_id = live.stream->client_request_id();
-      ForgetRequest(event.request_id);  // the other samples too
-      ++num_requests_rejected_;
-      metrics_.OnFailed(event.request_id, proto::ErrorKind::kInternal);
-      SendToClient(client_id, proto::MakeErrorMessage(client_request_id, proto::ErrorKind::kInternal,
-                                                      "the worker group returned no token for this request"));
+      FailRequest(event.request_id, proto::ErrorKind::kInternal,  // the other samples too
+                  "the worker group returned no token for this request");
       continue;
     }
     RequestStream::Output out = live.stream->OnEvent(event);
@@ -636,29 +636,89 @@ void Server::CheckGroups(Clock::time_point now) {
     if (group->IsLost(now, options_.step_timeout, options_.heartbeat_timeout)) lost.push_back(id);
   }
   for (uint32_t id : lost) LoseGroup(id, "worker group stopped answering (step or heartbeat deadline)");
+  ExpireOrphans(now);
 }
 
-void Server::LoseGroup(uint32_t group_id, const std::string& why) {
+void Server::LoseGroup(uint32_t group_id, const std::string& why, bool is_reregistering) {
   auto group_it = groups_.find(group_id);
   if (group_it == groups_.end()) return;
   LOG(WARN) << "coordinator: lost worker group " << group_id << ": " << why;
-  std::vector<std::pair<std::string, proto::ServerMessage>> errors;
-  for (auto it = requests_.begin(); it != requests_.end();) {
-    if (it->second.group_id != group_id) {
-      ++it;
+  metrics_.OnGroupLost(*group_it->second);  // before the release, whose preemptions are no pressure
+  std::vector<ReleasedRequest> released = group_it->second->scheduler().ReleaseAll();
+  if (!is_reregistering) (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
+  groups_.erase(group_it);  // its KV blocks with it
+  const Clock::time_point now = Clock::now();
+  for (ReleasedRequest& request : released) Replay(std::move(request), why, now);
+}
+
+void Server::Replay(ReleasedRequest request, const std::string& why, Clock::time_point now) {
+  auto it = requests_.find(request.request_id);
+  if (it == requests_.end()) return;
+  RequestStream& stream = *it->second.stream;
+  if (static_cast<int32_t>(stream.num_replays()) >= options_.max_replays) {
+    FailRequest(request.request_id, proto::ErrorKind::kWorkerLost,
+                "the worker group running this request was lost (" + why + "); replayed " +
+                    std::to_string(stream.num_replays()) + " times already (--max-replays " +
+                    std::to_string(options_.max_replays) + ")");
+    return;
+  }
+  stream.CountReplay();
+  ++num_replays_total_;
+  it->second.group_id = 0;
+  WorkerGroupLink* group = LeastLoadedGroup();
+  if (group == nullptr) {
+    orphans_.push_back({std::move(request), now});
+    return;
+  }
+  AdoptOn(*group, std::move(request));
+}
+
+void Server::AdoptOn(WorkerGroupLink& group, ReleasedRequest request) {
+  const uint64_t request_id = request.request_id;
+  Status adopted = group.scheduler().Adopt(std::move(request));
+  if (!adopted.ok()) {
+    FailRequest(request_id, proto::ErrorKind::kWorkerLost,
+                "the worker group running this request was lost, and group " + std::to_string(group.group_id()) +
+                    " cannot run it: " + adopted.message());
+    return;
+  }
+  requests_.at(request_id).group_id = group.group_id();
+}
+
+void Server::AdoptOrphans() {
+  std::vector<Orphan> orphans = std::move(orphans_);
+  orphans_.clear();
+  for (Orphan& orphan : orphans) {
+    WorkerGroupLink* group = LeastLoadedGroup();
+    if (group == nullptr) {
+      orphans_.push_back(std::move(orphan));
       continue;
     }
-    errors.emplace_back(it->second.client_id,
-                        proto::MakeErrorMessage(it->second.stream->client_request_id(), proto::ErrorKind::kWorkerLost,
-                                                "the worker group running this request was lost (" + why + ")"));
-    request_by_client_.erase({it->second.client_id, it->second.stream->client_request_id()});
-    metrics_.OnFailed(it->first, proto::ErrorKind::kWorkerLost);
-    it = requests_.erase(it);
+    AdoptOn(*group, std::move(orphan.request));
   }
-  metrics_.OnGroupLost(*group_it->second);
-  (void)SendToWorker(group_it->second->routing_id(), ShutdownMessage{why});
-  groups_.erase(group_it);
-  for (const auto& [client_id, message] : errors) SendToClient(client_id, message);
+}
+
+void Server::ExpireOrphans(Clock::time_point now) {
+  std::vector<uint64_t> expired;
+  for (const Orphan& orphan : orphans_) {
+    if (now - orphan.since > options_.replay_wait) expired.push_back(orphan.request.request_id);
+  }
+  for (uint64_t request_id : expired) {
+    FailRequest(request_id, proto::ErrorKind::kWorkerLost,
+                "the worker group running this request was lost and no group came back within " +
+                    std::to_string(options_.replay_wait.count()) + " ms");
+  }
+}
+
+void Server::FailRequest(uint64_t request_id, proto::ErrorKind kind, const std::string& message) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  const std::string client_id = it->second.client_id;
+  const uint64_t client_request_id = it->second.stream->client_request_id();
+  ForgetRequest(request_id);
+  ++num_requests_rejected_;
+  metrics_.OnFailed(request_id, kind);
+  SendToClient(client_id, proto::MakeErrorMessage(client_request_id, kind, message));
 }
 
 void Server::ShutdownGroups(const std::string& reason) {

@@ -8,13 +8,14 @@
 //                        health | stats | heartbeat
 //     worker messages  → Hello (register), StepResult → Postprocess → stream events, heartbeats
 //     each idle group  → plan = scheduler.Schedule(); send plan            (the engine step)
-//     deadlines        → lost groups (worker_lost errors), silent clients (cancel)
+//     deadlines        → lost groups (their requests replayed), silent clients (cancel)
 //     a scrape waits   → render the metrics (coordinator/server_metrics.h) for the HTTP thread
 //
 // Robustness: a malformed, oversized or unknown message is dropped and counted (or answered with a
 // typed error when it names a request), never a crash; a send to a vanished client cancels its
-// requests, freeing their KV blocks by the next step; a lost group's requests get `worker_lost` and
-// the server keeps serving the others. RequestDrain() (SIGTERM) refuses new requests, lets the
+// requests, freeing their KV blocks by the next step; a lost group's requests are replayed on
+// another group (or the next to register), the client seeing only a pause in its stream, and the
+// server keeps serving (`worker_lost` only past ServerOptions::max_replays or replay_wait). RequestDrain() (SIGTERM) refuses new requests, lets the
 // running ones finish, shuts the groups down and makes Run() return OK.
 #pragma once
 
@@ -67,8 +68,16 @@ struct ServerOptions {
   std::optional<ModelFingerprint> model_fingerprint;
   std::vector<std::string> api_keys;  // empty: no authentication
   std::chrono::milliseconds step_timeout{60000};
-  std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds heartbeat_timeout{10000};
+  // Heartbeats both ways; a group silent for heartbeat_timeout (no beat, echo or result) is lost:
+  // with the defaults a dead, stopped or unreachable leader is noticed within 2.5 s.
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds heartbeat_timeout{2500};
+  // Replay: the requests of a lost group are re-run (prompt ++ the tokens already streamed,
+  // re-prefilled; the same tokens follow, see README) on the least-loaded group, or on the next
+  // group to register, at most max_replays times each; past that, or after waiting replay_wait
+  // for a group, the client gets worker_lost.
+  int32_t max_replays = 3;
+  std::chrono::milliseconds replay_wait{60000};
   // A client silent this long (no message, no heartbeat) has its requests cancelled (0: never).
   std::chrono::milliseconds client_timeout{30000};
   // Largest queued + running requests over all groups before `overloaded`.
@@ -104,7 +113,7 @@ class Server {
 
   struct LiveRequest {
     std::string client_id;  // ROUTER routing id of the client
-    uint32_t group_id = 0;
+    uint32_t group_id = 0;  // 0: parked in orphans_ (its group was lost, none serves)
     std::unique_ptr<RequestStream> stream;
   };
 
@@ -133,7 +142,18 @@ class Server {
   void Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& events);
   // A non-fatal step error from the group: the plan's requests fail, the group serves on.
   void FailStep(WorkerGroupLink& group, const Status& error);
-  void LoseGroup(uint32_t group_id, const std::string& why);
+  // Forgets a lost group; its requests are replayed (Replay). The group is told to shut down unless
+  // it is registering again (its routing id now names the new connection).
+  void LoseGroup(uint32_t group_id, const std::string& why, bool is_reregistering = false);
+  // Re-runs a request of a lost group on the least-loaded group, or parks it until one registers;
+  // worker_lost past max_replays.
+  void Replay(ReleasedRequest request, const std::string& why, Clock::time_point now);
+  void AdoptOn(WorkerGroupLink& group, ReleasedRequest request);
+  // Parked requests go to the groups now serving; those parked longer than replay_wait fail.
+  void AdoptOrphans();
+  void ExpireOrphans(Clock::time_point now);
+  // Ends a live request with an error reply.
+  void FailRequest(uint64_t request_id, proto::ErrorKind kind, const std::string& message);
   void CheckGroups(Clock::time_point now);
   WorkerGroupLink* FindGroupByRoutingId(const std::string& routing_id);
   WorkerGroupLink* LeastLoadedGroup();
@@ -153,6 +173,12 @@ class Server {
   std::map<uint32_t, std::unique_ptr<WorkerGroupLink>> groups_;  // by group id
   uint32_t next_group_id_ = 1;
   std::map<uint64_t, LiveRequest> requests_;  // by scheduler request id
+  // Requests of lost groups waiting for a group to replay them on (no group serves), oldest first.
+  struct Orphan {
+    ReleasedRequest request;
+    Clock::time_point since;
+  };
+  std::vector<Orphan> orphans_;
   std::map<std::pair<std::string, uint64_t>, uint64_t> request_by_client_;  // (client, its id) → ours
   std::map<std::string, Clock::time_point> client_last_seen_;
   uint64_t next_request_id_ = 1;
@@ -167,6 +193,7 @@ class Server {
   uint64_t num_requests_rejected_ = 0;
   uint64_t num_messages_dropped_ = 0;
   uint64_t num_steps_total_ = 0;
+  uint64_t num_replays_total_ = 0;
   uint64_t num_generated_tokens_ = 0;
   // Tokens per second over a sliding window of recent steps: (time, tokens).
   std::vector<std::pair<Clock::time_point, int64_t>> recent_tokens_;

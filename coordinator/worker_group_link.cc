@@ -34,8 +34,8 @@ StepPlan WorkerGroupLink::TakeInFlight() {
 
 bool WorkerGroupLink::IsLost(Clock::time_point now, std::chrono::milliseconds step_timeout,
                              std::chrono::milliseconds heartbeat_timeout) const {
-  if (in_flight_) return now - step_sent_ > step_timeout;
-  return now - last_seen_ > heartbeat_timeout;
+  if (now - last_seen_ > heartbeat_timeout) return true;
+  return in_flight_ && now - step_sent_ > step_timeout;
 }
 
 }  // namespace tpserve

@@ -2,9 +2,10 @@
 // leader connected to the worker endpoint): the group's Hello, its own Scheduler (each group has
 // its own KV cache), the plan in flight and the liveness clocks.
 //
-// Liveness: a group is lost when a step has been in flight longer than the step timeout, or when
-// idle and nothing (heartbeat echo, result) came from it within the heartbeat timeout. The Server
-// owns the socket; this class keeps state and decides.
+// Liveness: a group is lost when nothing (its leader's beats, heartbeat echoes, results) came from
+// it within the heartbeat timeout — the leader beats from a thread of its own, also during a step
+// (worker/group_session_beat.h) — or when a step has been in flight longer than the step timeout.
+// The Server owns the socket; this class keeps state and decides.
 #pragma once
 
 #include <chrono>

@@ -18,6 +18,11 @@ StatusOr<StepResult> GroupLeader::Execute(const StepPlan& plan) {
   return local_->Execute(plan);
 }
 
+Status GroupLeader::CheckRanks() const {
+  const PeerLiveness* liveness = channel_->control()->options().wait.liveness;
+  return liveness != nullptr ? liveness->Check() : OkStatus();
+}
+
 Status GroupLeader::Shutdown() {
   if (is_shut_down_) return OkStatus();
   is_shut_down_ = true;

@@ -21,6 +21,9 @@ class GroupLeader : public StepExecutor {
   Status Shutdown();
 
   int tp_size() const { return channel_->control()->size(); }
+  // OK while every rank is alive (the group's heartbeat, if any); for a leader idle between steps,
+  // which is in no MPI wait that would notice.
+  Status CheckRanks() const;
   int64_t num_steps() const { return num_steps_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "worker/group_process.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <mpi.h>
@@ -12,6 +14,11 @@
 extern "C" int __lsan_is_turned_off() { return 1; }
 
 namespace tpserve {
+namespace {
+
+constexpr unsigned kAbortGraceSeconds = 5;
+
+}  // namespace
 
 int MpiWorldRank() {
   int rank = 0;
@@ -38,6 +45,9 @@ int RunMpiProcess(int* argc, char*** argv, const char* program, const std::funct
   }
   std::fprintf(stderr, "%s rank %d/%d: %s\n", program, MpiWorldRank(), MpiWorldSize(), status.ToString().c_str());
   std::fflush(stderr);
+  // MPI_Abort may wait on a peer that is stopped or unreachable; if this rank is still here after
+  // kAbortGraceSeconds, SIGALRM's default action ends it (and mpirun, seeing it die, the job).
+  alarm(kAbortGraceSeconds);
   MPI_Abort(MPI_COMM_WORLD, 1);
   return 1;  // not reached
 }

@@ -3,7 +3,8 @@
 //  - OK: MPI_Finalize, returns 0;
 //  - error: prints "<program> rank r/n: <status>" to stderr and calls MPI_Abort, so that every
 //    rank of the job exits at once (a broken group may have collectives in flight, which would
-//    make MPI_Finalize hang). Does not return then.
+//    make MPI_Finalize hang); should MPI_Abort itself hang (a stopped peer), an alarm ends the
+//    process 5 s later. Does not return then.
 #pragma once
 
 #include <functional>

@@ -7,7 +7,11 @@
 namespace tpserve {
 
 Status RunGroup(const MakeExecutorFunction& make_executor, const LeadFunction& lead,
-                const GroupRuntimeOptions& options) {
+                GroupRuntimeOptions options) {
+  // Declared first: outlives the communicators whose waits check it.
+  ASSIGN_OR_RETURN(std::unique_ptr<GroupHeartbeat> heartbeat, GroupHeartbeat::Start(MPI_COMM_WORLD, options.heartbeat));
+  options.collectives.wait.liveness = heartbeat.get();
+  options.control.wait.liveness = heartbeat.get();
   ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> model_comm,
                    MpiCommunicator::Create(MPI_COMM_WORLD, options.collectives));
   ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> control, MpiCommunicator::Create(MPI_COMM_WORLD, options.control));

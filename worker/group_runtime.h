@@ -12,6 +12,7 @@
 
 #include "comm/mpi_communicator.h"
 #include "common/status.h"
+#include "worker/group_heartbeat.h"
 #include "worker/group_leader.h"
 #include "worker/step_executor.h"
 
@@ -20,6 +21,9 @@ namespace tpserve {
 struct GroupRuntimeOptions {
   MpiCommunicatorOptions collectives;  // the model's all-reduces (per-collective deadline)
   MpiCommunicatorOptions control;      // plan broadcasts (deadline after a command header)
+  // The ranks' liveness (worker/group_heartbeat.h): both communicators' waits give up as soon as
+  // a peer is lost, whatever their deadline.
+  GroupHeartbeatOptions heartbeat;
 };
 
 // One rank's loaded shard: its executor and the KV blocks it allocated (ranks with more KV heads
@@ -43,9 +47,9 @@ using LeadFunction = std::function<Status(GroupLeader& group, const GroupInfo& i
 // REQUIRES: MPI is initialised (see RunMpiProcess in worker/group_process.h).
 // OK on every rank after a clean shutdown. On rank 0: lead's error, or a failure to load on any rank
 // (FAILED_PRECONDITION "rank r failed to load" on ranks whose own load worked). On a follower: the
-// group's error (lost leader or peer, deadline). After an error the group is unusable: exit
+// group's error (lost leader or peer — within options.heartbeat.lost_after —, deadline). After an error the group is unusable: exit
 // (RunMpiProcess aborts the whole job).
 Status RunGroup(const MakeExecutorFunction& make_executor, const LeadFunction& lead,
-                const GroupRuntimeOptions& options = {});
+                GroupRuntimeOptions options = {});
 
 }  // namespace tpserve

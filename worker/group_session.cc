@@ -9,6 +9,7 @@
 #include "comm/zmq_transport.h"
 #include "common/logging.h"
 #include "worker/group_follower.h"
+#include "worker/group_session_beat.h"
 
 namespace tpserve {
 namespace {
@@ -55,6 +56,7 @@ class Session {
       }
       if (auto* welcome = std::get_if<WelcomeMessage>(&*message)) {
         heartbeat_interval_ = std::chrono::milliseconds(welcome->heartbeat_interval_ms);
+        group_id_ = welcome->group_id;
         LOG(INFO) << "worker: registered with the coordinator as group " << welcome->group_id;
         return OkStatus();
       }
@@ -76,6 +78,7 @@ class Session {
       if (!message.ok()) {
         if (message.status().code() != StatusCode::kDeadlineExceeded) return message.status();
         RETURN_IF_ERROR(CheckCoordinatorAlive());
+        RETURN_IF_ERROR(CheckRanks());
         continue;
       }
       if (auto* plan = std::get_if<StepPlan>(&*message)) {
@@ -98,6 +101,11 @@ class Session {
     }
   }
 
+  uint32_t group_id() const { return group_id_; }
+  // Loop ended because the coordinator went silent (not by its word, nor by the group's error).
+  bool is_coordinator_lost() const { return is_coordinator_lost_; }
+  std::chrono::milliseconds heartbeat_interval() const { return heartbeat_interval_; }
+
  private:
   Status RunStep(const StepPlan& plan) {
     StatusOr<StepResult> result = group_->Execute(plan);
@@ -109,10 +117,18 @@ class Session {
     return sent;
   }
 
+  Status CheckRanks() {
+    if (!options_.check_ranks) return OkStatus();
+    Status ranks = options_.check_ranks();
+    if (!ranks.ok()) (void)Send(ErrorMessage{ranks.code(), ranks.message(), 0, true});
+    return ranks;
+  }
+
   Status CheckCoordinatorAlive() {
     if (heartbeat_interval_.count() == 0) return OkStatus();
     const auto silence = std::max(options_.min_silence, heartbeat_interval_ * options_.lost_after_intervals);
     if (Clock::now() - last_heard_ > silence) {
+      is_coordinator_lost_ = true;
       return Unavailable("the coordinator has been silent for more than " + std::to_string(silence.count()) +
                          " ms");
     }
@@ -123,6 +139,8 @@ class Session {
   StepExecutor* group_;
   const GroupSessionOptions& options_;
   std::chrono::milliseconds heartbeat_interval_{0};
+  uint32_t group_id_ = 0;
+  bool is_coordinator_lost_ = false;
   Clock::time_point last_heard_ = Clock::now();
 };
 
@@ -137,11 +155,20 @@ Status ServeCoordinator(zmq::context_t& context, StepExecutor& group, const Grou
     socket_options.routing_id = std::string(host) + ":" + std::to_string(getpid());
   }
   RETURN_IF_ERROR(UseCurveClientKeys(options.keys_dir, "workers", options.key_name, &socket_options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket,
-                   ZmqSocket::Connect(context, zmq::socket_type::dealer, options.coordinator_endpoint, socket_options));
-  Session session(socket.get(), &group, options);
-  RETURN_IF_ERROR(session.Handshake());
-  return session.Loop();
+  for (;;) {  // one registration per coordinator (a restarted one, or the same after a cut)
+    ASSIGN_OR_RETURN(std::unique_ptr<ZmqSocket> socket, ZmqSocket::Connect(context, zmq::socket_type::dealer,
+                                                                           options.coordinator_endpoint, socket_options));
+    Session session(socket.get(), &group, options);
+    RETURN_IF_ERROR(session.Handshake());
+    std::unique_ptr<SessionBeat> beat;
+    if (session.heartbeat_interval().count() > 0) {
+      ASSIGN_OR_RETURN(beat, SessionBeat::Start(context, options.coordinator_endpoint, socket_options,
+                                                session.group_id(), session.heartbeat_interval()));
+    }
+    Status served = session.Loop();
+    if (!session.is_coordinator_lost()) return served;
+    LOG(WARN) << "worker: " << served.message() << "; keeping the weights loaded and registering again";
+  }
 }
 
 }  // namespace tpserve

@@ -92,6 +92,7 @@ Status Serve(const WorkerFlags& flags) {
     session.routing_id = flags.routing_id;
     session.keys_dir = flags.keys_dir;
     session.key_name = flags.key_name;
+    session.check_ranks = [&group] { return group.CheckRanks(); };
     HelloMessage& hello = session.hello;
     ASSIGN_OR_RETURN(hello.model, ComputeModelFingerprint(flags.model));
     hello.tp_size = info.tp_size;

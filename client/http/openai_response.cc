@@ -1,5 +1,6 @@
 #include "client/http/openai_response.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace tpserve::http {
@@ -151,6 +152,7 @@ std::vector<std::string> ResponseAssembler::OnMessage(size_t prompt_index, const
         prompt.usage = m.finish.usage;
         prompt.seed = m.finish.seed;
       }
+      prompt.num_replays = std::max(prompt.num_replays, m.finish.num_replays);
       prompt.completion_tokens += request_.discard_output ? 0 : m.finish.usage.completion_tokens;
       emit(ChoiceJson(request_, index, "", nullptr, c.finish_reason, true, !c.is_started));
       c.is_started = true;
@@ -197,8 +199,15 @@ std::string ResponseAssembler::Body() const {
                {"model", model_},
                {"choices", std::move(choices)},
                {"usage", UsageObject(prompt_tokens, completion_tokens, cached_tokens)},
-               {"seed", prompts_.empty() ? 0 : prompts_[0].seed}};
+               {"seed", prompts_.empty() ? 0 : prompts_[0].seed},
+               {"replays", NumReplays()}};
   return Dump(body);
+}
+
+uint32_t ResponseAssembler::NumReplays() const {
+  uint32_t n = 0;
+  for (const Prompt& prompt : prompts_) n = std::max(n, prompt.num_replays);
+  return n;
 }
 
 std::string ResponseAssembler::Tail() const {
@@ -213,7 +222,8 @@ std::string ResponseAssembler::Tail() const {
   json payload = {{"id", id_}, {"object", is_chat ? "chat.completion.chunk" : "text_completion"},
                   {"created", created_}, {"model", model_}, {"choices", json::array()},
                   {"usage", UsageObject(prompt_tokens, completion_tokens, cached_tokens)},
-                  {"seed", prompts_.empty() ? 0 : prompts_[0].seed}};
+                  {"seed", prompts_.empty() ? 0 : prompts_[0].seed},
+                  {"replays", NumReplays()}};
   return Dump(payload);
 }
 

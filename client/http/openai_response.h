@@ -9,7 +9,8 @@
 // The gateway owns no tokenizer, so a logprob's token is written "token_id:<id>" (vLLM's
 // return_tokens_as_token_ids spelling): lm-eval and other consumers compare tokens with tokens.
 // `usage` always carries prompt_tokens_details.cached_tokens (prefix-cache hits); `seed` (a
-// top-level extension, as vLLM's) is the seed the coordinator used, which replays the reply.
+// top-level extension, as vLLM's) is the seed the coordinator used, which replays the reply;
+// `replays` (another) is how many times it was re-run after its worker group was lost (README).
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,10 @@ class ResponseAssembler {
     proto::Usage usage;  // of sample 0 (prompt tokens, cached tokens); completion tokens summed
     uint32_t completion_tokens = 0;
     uint64_t seed = 0;
+    uint32_t num_replays = 0;  // the most any of its samples was replayed (a lost worker group)
   };
+  // Over the prompts: the `replays` extension.
+  uint32_t NumReplays() const;
 
   const OpenAiRequest& request_;
   std::string id_;

@@ -143,6 +143,7 @@ struct Finish {
   ttftMs @3 :Float64;                   # arrival -> first token of this sample
   tpotMs @4 :Float64;                   # mean time per output token after the first
   seed @5 :UInt64;                      # the request's seed (given or drawn): send it to replay
+  numReplays @6 :UInt32;                # times the request was re-run after its worker group was lost
 }
 
 enum ErrorKind {
@@ -188,4 +189,6 @@ struct StatsReply {
   numStepsTotal @14 :UInt64;
   numGeneratedTokens @15 :UInt64;
   numPreemptions @16 :UInt64;           # sequences preempted (by recompute) when KV blocks ran out
+  numReplays @17 :UInt64;               # requests re-run after their worker group was lost
+  numRequestsWaitingForGroup @18 :UInt32;  # requests of a lost group waiting for one to serve them
 }

@@ -106,6 +106,9 @@ struct Heartbeat {
   sequence @0 :UInt64;
   sentUnixMicros @1 :Int64;
   isEcho @2 :Bool;                      # an answer to the peer's heartbeat
+  # Leader -> coordinator from the leader's liveness socket (a second connection, beating while a
+  # step runs): the group it speaks for. 0 on the session's own connection.
+  groupId @3 :UInt32;
 }
 
 struct Shutdown {

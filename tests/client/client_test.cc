@@ -57,5 +57,40 @@ TEST(ClientTest, TimesOutAndSendsHeartbeatsWhileWaiting) {
   EXPECT_GE(num_heartbeats, 3);
 }
 
+// The coordinator goes away with a request in flight (it died or restarts): the wait ends at once
+// with UNAVAILABLE naming the lost connection, not at the 60 s timeout; a later request on the
+// same client reaches whoever listens there again.
+TEST(ClientTest, ALostConnectionFailsTheRequestsInFlightAtOnce) {
+  zmq::context_t context(1);
+  auto router = ZmqSocket::Bind(context, zmq::socket_type::router, "tcp://127.0.0.1:*");
+  ASSERT_TRUE(router.ok());
+  const std::string endpoint = (*router)->endpoint();
+  ClientOptions options;
+  options.server = endpoint;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok());
+  proto::GenerateRequest request;
+  request.prompt_kind = proto::PromptKind::kTokenIds;
+  request.prompt_ids = {1, 2, 3};
+  ASSERT_TRUE((*client)->Start(request).ok());
+  ASSERT_TRUE((*router)->Receive(std::chrono::milliseconds(5000)).ok());  // connected, request arrived
+  router->reset();  // the coordinator dies
+  const auto start = std::chrono::steady_clock::now();
+  auto message = (*client)->Receive(std::chrono::milliseconds(60000));
+  EXPECT_EQ(message.status().code(), StatusCode::kUnavailable) << message.status().ToString();
+  EXPECT_NE(message.status().message().find("lost"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  auto restarted = ZmqSocket::Bind(context, zmq::socket_type::router, endpoint);
+  ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
+  auto id = (*client)->Start(request);
+  ASSERT_TRUE(id.ok());
+  auto frames = (*restarted)->Receive(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  auto got = proto::DecodeClientMessage(frames->back().data(), frames->back().size());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->request_id, *id);
+}
+
 }  // namespace
 }  // namespace tpserve

@@ -50,10 +50,11 @@ TEST(WorkerMessageTest, EveryKindRoundTrips) {
   EXPECT_EQ(welcome.group_id, 7u);
   EXPECT_EQ(welcome.heartbeat_interval_ms, 500u);
 
-  auto heartbeat = std::get<HeartbeatMessage>(RoundTrip(HeartbeatMessage{9, -5, true}));
+  auto heartbeat = std::get<HeartbeatMessage>(RoundTrip(HeartbeatMessage{9, -5, true, 3}));
   EXPECT_EQ(heartbeat.sequence, 9u);
   EXPECT_EQ(heartbeat.sent_unix_micros, -5);
   EXPECT_TRUE(heartbeat.is_echo);
+  EXPECT_EQ(heartbeat.group_id, 3u);
 
   EXPECT_EQ(std::get<ShutdownMessage>(RoundTrip(ShutdownMessage{"bye"})).reason, "bye");
 

@@ -327,6 +327,7 @@ TEST_F(ServerMetricsServerTest, PrefixCacheHitsCountCachedPromptTokens) {
 TEST_F(ServerMetricsServerTest, FailuresAreCountedByKind) {
   ServerOptions options;
   options.max_live_requests = 4;
+  options.max_replays = 0;  // a lost group's requests fail (worker_lost) instead of waiting for a group
   options.heartbeat_interval = std::chrono::milliseconds(50);
   options.heartbeat_timeout = std::chrono::milliseconds(1000);
   options.step_timeout = std::chrono::milliseconds(1000);

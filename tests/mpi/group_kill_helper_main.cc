@@ -1,7 +1,7 @@
 // A worker group that generates forever, for rank_kill_test: every rank writes its pid to
 // DIR/rank<r>.pid once the group is up, and the leader rewrites DIR/steps with the number of steps
-// done (each step = a plan broadcast + an all-reduce of 64 Ki floats on every rank). Killing any
-// rank must end every other rank and mpirun with an error.
+// done (each step = a plan broadcast + an all-reduce of 64 Ki floats on every rank). Killing or
+// stopping any rank must end every other rank and mpirun with an error.
 //   mpirun -np N group_kill_helper DIR
 #include <unistd.h>
 
@@ -48,9 +48,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   return tpserve::RunMpiProcess(&argc, &argv, "group_kill_helper", [&]() -> tpserve::Status {
-    tpserve::GroupRuntimeOptions options;
-    options.collectives.deadline = std::chrono::seconds(3);
-    options.control.deadline = std::chrono::seconds(3);
+    tpserve::GroupRuntimeOptions options;  // collective deadlines 30 s: a lost rank is the heartbeat's to notice
     auto make = [&](tpserve::Communicator* comm) -> tpserve::StatusOr<tpserve::LoadedShard> {
       tpserve::WriteFile(dir + "/rank" + std::to_string(comm->rank()) + ".pid", std::to_string(getpid()));
       return tpserve::LoadedShard{std::make_unique<tpserve::AllReduceExecutor>(comm), 1};

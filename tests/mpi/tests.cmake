@@ -65,6 +65,11 @@ if(TARGET tpserve-run)
            COMMAND ${CMAKE_SOURCE_DIR}/deploy/netns-test.sh $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
   set_tests_properties(netns_two_host_test PROPERTIES LABELS "mpi;netns" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # Cutting that link mid-generation ends both ranks within seconds (the group heartbeat).
+  add_test(NAME netns_cut_test
+           COMMAND ${MPI_TEST_DIR}/netns_cut_test.sh $<TARGET_FILE:tpserve-run>
+                   ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  set_tests_properties(netns_cut_test PROPERTIES LABELS "mpi;netns" SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
 
 # The real model prints the same ids at --tp 2, 3 and 4 as at --tp 1 (greedy and seeded sampling).

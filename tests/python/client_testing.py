@@ -1,8 +1,9 @@
-"""Helpers shared by the Python client's tests (test_client*.py): the independent reference (tpserve-run)
-and a bounded wait for the server to be idle."""
+"""Helpers shared by the Python tests: the independent reference (tpserve-run), bounded waits on observable
+state, and the processes of a server (its worker ranks)."""
+import os
 import subprocess
 import time
-from typing import List
+from typing import Dict, List
 
 from conftest import MODEL, TPSERVE_RUN
 
@@ -28,3 +29,45 @@ def wait_until_idle(stats, timeout: float = 10.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"server not idle after {timeout} s: {s}")
         time.sleep(0.02)
+
+
+def wait_for(condition, timeout: float, what: str):
+    """Polls `condition` until it returns something true (returned) or `timeout` seconds pass (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def worker_ranks(server) -> Dict[int, int]:
+    """{rank: pid} of the tpserve-worker processes of this server's session."""
+    ranks = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            if os.getsid(pid) != server.process.pid:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"tpserve-worker" not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
+        except (OSError, KeyError, ValueError):
+            continue  # exited meanwhile, or not a rank
+    return ranks

@@ -2,6 +2,7 @@
 // heartbeats, plan errors, shutdown, refusal and a silent coordinator.
 #include "worker/group_session.h"
 
+#include <atomic>
 #include <future>
 
 #include <gtest/gtest.h>
@@ -51,7 +52,9 @@ StepPlan Plan(uint64_t step_id, std::vector<int32_t> tokens) {
 class GroupSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto router = ZmqSocket::Bind(context_, zmq::socket_type::router, "tcp://127.0.0.1:*");
+    SocketOptions router_options;
+    router_options.router_handover = true;  // as the coordinator's worker endpoint
+    auto router = ZmqSocket::Bind(context_, zmq::socket_type::router, "tcp://127.0.0.1:*", router_options);
     ASSERT_TRUE(router.ok()) << router.status().ToString();
     router_ = std::move(router).value();
     options_.coordinator_endpoint = router_->endpoint();
@@ -68,14 +71,18 @@ class GroupSessionTest : public ::testing::Test {
     return std::async(std::launch::async, [this] { return ServeCoordinator(context_, group_, options_); });
   }
 
-  // Receives one message from the worker; fails the test on timeout.
-  WorkerMessage Next() {
-    StatusOr<Frames> frames = router_->Receive(milliseconds(5000));
-    EXPECT_TRUE(frames.ok()) << frames.status().ToString();
-    if (!frames.ok()) return ShutdownMessage{"timeout"};
-    EXPECT_EQ(frames->size(), 2u);
-    EXPECT_EQ(frames->front(), "group-a");
-    StatusOr<WorkerMessage> message = DecodeWorkerMessage(frames->back());
+  // Receives the next message from connection `from` of the worker, skipping the other's (the
+  // session's own, "group-a", or the leader's beats, "group-a/beat"); fails the test on timeout.
+  WorkerMessage Next(const std::string& from = "group-a") {
+    Frames frames;
+    do {
+      StatusOr<Frames> received = router_->Receive(milliseconds(5000));
+      EXPECT_TRUE(received.ok()) << received.status().ToString();
+      if (!received.ok()) return ShutdownMessage{"timeout"};
+      frames = std::move(*received);
+      EXPECT_EQ(frames.size(), 2u);
+    } while (frames.front() != from);
+    StatusOr<WorkerMessage> message = DecodeWorkerMessage(frames.back());
     EXPECT_TRUE(message.ok()) << message.status().ToString();
     return message.ok() ? *message : WorkerMessage(ShutdownMessage{"undecodable"});
   }
@@ -122,6 +129,12 @@ TEST_F(GroupSessionTest, HandshakeStepsHeartbeatsPlanErrorsAndShutdown) {
   ASSERT_TRUE(std::holds_alternative<StepResult>(again));
   EXPECT_EQ(std::get<StepResult>(again).sequences.at(0).token_id, 30);
 
+  // The leader also beats from a connection of its own, naming the group it was welcomed as.
+  WorkerMessage beat = Next("group-a/beat");
+  ASSERT_TRUE(std::holds_alternative<HeartbeatMessage>(beat));
+  EXPECT_EQ(std::get<HeartbeatMessage>(beat).group_id, 4u);
+  EXPECT_FALSE(std::get<HeartbeatMessage>(beat).is_echo);
+
   Send(ShutdownMessage{"done"});
   ASSERT_EQ(served.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   Status status = served.get();
@@ -141,6 +154,28 @@ TEST_F(GroupSessionTest, FatalStepErrorIsReportedAndEndsTheSession) {
   EXPECT_EQ(served.get().code(), StatusCode::kInternal);
 }
 
+// A rank of the group lost while the leader idles: the coordinator hears it at once (a fatal
+// Error) and the session ends with the heartbeat's error.
+TEST_F(GroupSessionTest, LostRankWhileIdleIsReportedAndEndsTheSession) {
+  std::atomic<bool> is_rank_lost{false};
+  options_.poll_interval = milliseconds(20);
+  options_.check_ranks = [&is_rank_lost] {
+    return is_rank_lost.load() ? Unavailable("rank 1 silent for 2000 ms") : OkStatus();
+  };
+  std::future<Status> served = Start();
+  ASSERT_TRUE(std::holds_alternative<HelloMessage>(Next()));
+  Send(WelcomeMessage{1, 0});
+  Send(Plan(1, {1, 2, 3}));
+  ASSERT_TRUE(std::holds_alternative<StepResult>(Next()));
+  is_rank_lost.store(true);
+  WorkerMessage error = Next();
+  ASSERT_TRUE(std::holds_alternative<ErrorMessage>(error));
+  EXPECT_TRUE(std::get<ErrorMessage>(error).is_fatal);
+  EXPECT_NE(std::get<ErrorMessage>(error).message.find("rank 1"), std::string::npos);
+  ASSERT_EQ(served.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(served.get().code(), StatusCode::kUnavailable);
+}
+
 TEST_F(GroupSessionTest, RefusedHelloIsUnavailable) {
   std::future<Status> served = Start();
   ASSERT_TRUE(std::holds_alternative<HelloMessage>(Next()));
@@ -151,7 +186,10 @@ TEST_F(GroupSessionTest, RefusedHelloIsUnavailable) {
   EXPECT_NE(status.message().find("wrong model"), std::string::npos) << status.ToString();
 }
 
-TEST_F(GroupSessionTest, SilentCoordinatorIsLost) {
+// A coordinator that goes silent (it died): the group notices within the silence bound, keeps its
+// weights and registers again (a new Hello) with whoever answers on the endpoint (the restarted
+// coordinator), then serves its steps.
+TEST_F(GroupSessionTest, SilentCoordinatorIsLeftAndTheGroupRegistersAgain) {
   options_.min_silence = milliseconds(300);
   options_.lost_after_intervals = 2;
   options_.poll_interval = milliseconds(20);
@@ -159,10 +197,18 @@ TEST_F(GroupSessionTest, SilentCoordinatorIsLost) {
   ASSERT_TRUE(std::holds_alternative<HelloMessage>(Next()));
   const auto start = std::chrono::steady_clock::now();
   Send(WelcomeMessage{1, 50});  // heartbeats every 50 ms promised, none sent
-  ASSERT_EQ(served.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  ASSERT_TRUE(std::holds_alternative<HelloMessage>(Next()));
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(served.get().code(), StatusCode::kUnavailable);
   EXPECT_GE(waited, 0.29);
+  EXPECT_LT(waited, 3.0);
+  Send(WelcomeMessage{2, 0});
+  Send(Plan(1, {1, 2, 3}));
+  WorkerMessage result = Next();
+  ASSERT_TRUE(std::holds_alternative<StepResult>(result));
+  EXPECT_EQ(std::get<StepResult>(result).sequences.at(0).token_id, 6);
+  Send(ShutdownMessage{"done"});
+  ASSERT_EQ(served.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(served.get().ok());
 }
 
 TEST_F(GroupSessionTest, NoCoordinatorIsUnavailableAfterTheConnectTimeout) {

@@ -9,14 +9,16 @@
 from ._schema import PROTOCOL_VERSION
 from .async_client import AsyncClient, AsyncStream
 from .client import Client, Stream
-from .errors import (CancelledError, InternalError, InvalidRequestError, OverloadedError, PromptTooLongError,
-                     TpserveError, TpserveTimeoutError, UnauthenticatedError, UnavailableError, WorkerLostError)
+from .errors import (CancelledError, ConnectionLostError, InternalError, InvalidRequestError, OverloadedError,
+                     PromptTooLongError, TpserveError, TpserveTimeoutError, UnauthenticatedError, UnavailableError,
+                     WorkerLostError)
 from .types import (Chunk, Finish, GenerateResult, Health, PromptLogprobs, Sample, Stats, Tokenized, TokenLogprobs,
                     TopLogprob, Usage)
 
 __version__ = "0.3.0"
 __all__ = [
-    "PROTOCOL_VERSION", "AsyncClient", "AsyncStream", "Client", "Stream", "CancelledError", "InternalError",
+    "PROTOCOL_VERSION", "AsyncClient", "AsyncStream", "Client", "Stream", "CancelledError", "ConnectionLostError",
+    "InternalError",
     "InvalidRequestError", "OverloadedError", "PromptTooLongError", "TpserveError", "TpserveTimeoutError",
     "UnauthenticatedError", "UnavailableError", "WorkerLostError", "Chunk", "Finish", "GenerateResult", "Health",
     "PromptLogprobs", "Sample", "Stats", "Tokenized", "TokenLogprobs", "TopLogprob", "Usage",

@@ -141,7 +141,7 @@ def _decode_body(kind: str, body, request_id: int) -> Any:
     if kind == "finish":
         f = body.finish
         usage = Usage(f.usage.promptTokens, f.usage.completionTokens, f.usage.cachedPromptTokens)
-        return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed)
+        return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed, f.numReplays)
     if kind == "error":
         return error_from_reply(_enum_name(body.error.kind), body.error.message, request_id)
     if kind in ("health", "stats"):

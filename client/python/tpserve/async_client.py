@@ -10,8 +10,10 @@ from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 import zmq
 import zmq.asyncio
+from zmq.utils.monitor import parse_monitor_message
 
 from . import _wire
+from ._connection import MONITORED_EVENTS, ConnectionWatch
 from ._generation import Generation
 from ._keys import use_curve_keys
 from .client import _LINGER_MS, api_key_or_default
@@ -31,6 +33,11 @@ class AsyncClient:
         self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         use_curve_keys(self._socket, keys_dir, key_name)  # CURVE when the coordinator has keys (--keys DIR)
+        self._monitor = self._socket.get_monitor_socket(MONITORED_EVENTS)
+        self._watch = ConnectionWatch(endpoint)
+        self._poller = zmq.asyncio.Poller()
+        self._poller.register(self._socket, zmq.POLLIN)
+        self._poller.register(self._monitor, zmq.POLLIN)
         self._socket.connect(endpoint)
         self._inbox: Dict[int, asyncio.Queue] = {}
         self._next_request_id = 1
@@ -86,6 +93,8 @@ class AsyncClient:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
         if not self._socket.closed:
+            self._socket.disable_monitor()
+            self._monitor.close()
             self._socket.close()
             self._context.term()
 
@@ -141,10 +150,16 @@ class AsyncClient:
         """Routes replies to their requests' queues; heartbeats while a request is awaited."""
         try:
             while True:
-                if await self._socket.poll(int(1000 * self._heartbeat_interval), zmq.POLLIN):
+                ready = dict(await self._poller.poll(int(1000 * self._heartbeat_interval)))
+                if self._socket in ready:
                     decoded = _wire.decode(await self._socket.recv())
                     if decoded is not None and decoded[0] in self._inbox:
                         self._inbox[decoded[0]].put_nowait(decoded[1:])
+                if self._monitor in ready:
+                    event = parse_monitor_message(await self._monitor.recv_multipart())["event"]
+                    if self._watch.dropped(event):  # the requests in flight are lost with the coordinator
+                        for request_id, queue in self._inbox.items():
+                            queue.put_nowait(("error", self._watch.error(request_id)))
                 if self._inbox and time.monotonic() - self._last_sent >= self._heartbeat_interval:
                     await self._send(0, "heartbeat")
         except Exception as e:  # the socket failed: every waiting request learns it now, not at its timeout

@@ -12,10 +12,12 @@ import time
 from typing import Any, Deque, Dict, Optional, Sequence, Tuple
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from . import _wire
 from ._generation import Generation
 from ._keys import use_curve_keys
+from ._connection import MONITORED_EVENTS, ConnectionWatch
 from .errors import TpserveError, TpserveTimeoutError
 from .types import Chunk, GenerateResult, Health, Stats, Tokenized
 
@@ -42,10 +44,15 @@ class Client:
         self._socket.setsockopt(zmq.LINGER, _LINGER_MS)
         self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
         use_curve_keys(self._socket, keys_dir, key_name)  # CURVE when the coordinator has keys (--keys DIR)
+        self._monitor = self._socket.get_monitor_socket(MONITORED_EVENTS)
+        self._watch = ConnectionWatch(endpoint)
         self._socket.connect(endpoint)
         self._inbox: Dict[int, Deque[Tuple[str, Any]]] = {}  # replies of the requests still awaited
         self._next_request_id = 1
         self._last_sent = time.monotonic()
+        self._poller = zmq.Poller()
+        self._poller.register(self._socket, zmq.POLLIN)
+        self._poller.register(self._monitor, zmq.POLLIN)
 
     # --- generation ---
 
@@ -92,6 +99,8 @@ class Client:
 
     def close(self) -> None:
         if not self._socket.closed:
+            self._socket.disable_monitor()
+            self._monitor.close()
             self._socket.close()
             self._context.term()
 
@@ -110,7 +119,19 @@ class Client:
             raise TpserveTimeoutError(f"could not send to {self.endpoint} in {self._timeout} s", request_id)
         self._last_sent = time.monotonic()
 
+    def _check_connection(self) -> None:
+        """Fails every request awaited when an established connection dropped (reads the monitor's events)."""
+        while True:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)["event"]
+            except zmq.Again:
+                return
+            if self._watch.dropped(event):
+                for request_id, inbox in self._inbox.items():
+                    inbox.append(("error", self._watch.error(request_id)))
+
     def _start(self, kind: str, fill=None) -> int:
+        self._check_connection()  # a drop before this request concerns only those before it
         request_id = self._next_request_id
         self._next_request_id += 1
         self._inbox[request_id] = collections.deque()
@@ -135,8 +156,11 @@ class Client:
                 self._send(0, "heartbeat")
             if now >= deadline:
                 raise TpserveTimeoutError(f"no reply from {self.endpoint} in {self._timeout} s", request_id)
-            if self._socket.poll(1 + int(1000 * min(deadline - now, self._heartbeat_interval))):
+            ready = dict(self._poller.poll(1 + int(1000 * min(deadline - now, self._heartbeat_interval))))
+            if self._socket in ready:
                 self._receive_ready()
+            if self._monitor in ready:
+                self._check_connection()
         return inbox.popleft()
 
     def _receive_ready(self) -> None:

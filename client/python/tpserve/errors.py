@@ -51,6 +51,11 @@ class UnavailableError(TpserveError):
     kind = "unavailable"
 
 
+class ConnectionLostError(TpserveError, ConnectionError):
+    """The connection to the coordinator dropped (it died or restarted) while the request was in flight: the
+    request is gone with the coordinator, which held its state. Send it again (with a seed, the same tokens)."""
+
+
 class TpserveTimeoutError(TpserveError, TimeoutError):
     """The client waited `timeout` seconds for the server's next message (or to send one) in vain."""
 

@@ -47,6 +47,7 @@ class Finish:
     ttft_ms: float                    # arrival -> first token of this sample
     tpot_ms: float                    # mean time per output token after the first
     seed: int                         # the request's seed (given or drawn by the server)
+    num_replays: int = 0              # re-runs after a lost worker group (the tokens are the same)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Fault injection, measured (issue 11): a real `tpserve serve --tp N` while 2 requests stream; one rank is
+killed (SIGKILL) or stopped (SIGSTOP), leader or follower, --faults-per-kind times each, in turn. Per fault:
+
+  detection  kill -> the coordinator no longer counts the group (its health reply, polled every 5 ms)
+  ttft       kill -> the first token any of the interrupted requests receives after the detection (the
+             group's exit, relaunch, model load, re-registration and the re-prefill of prompt + streamed
+             tokens: what a client sees as the pause in its stream)
+
+and checks that the interrupted requests end without an error with the ids of an uninterrupted run of the
+same requests (made first, on the same server). Prints p50 / max per kind; --json writes every sample.
+The relaunch backoff is --restart-backoff-ms (default here 0: the figures are the recovery's own; `tpserve
+serve` waits 500 ms before a first relaunch by default, doubling for further ones in a row).
+
+Usage: bench/fault_injection.py [--faults-per-kind 20] [--build build] [--model M] [--tp 2] [--json OUT]
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import tpserve
+
+REPO = Path(__file__).resolve().parents[1]
+REQUESTS = [("Tell me a long story about the sea", {}),
+            ("Write a poem about mountains and rivers", {"temperature": 0.8, "seed": 42})]
+MAX_TOKENS = 64
+KINDS = {"kill-follower": (1, signal.SIGKILL), "kill-leader": (0, signal.SIGKILL),
+         "stop-follower": (1, signal.SIGSTOP), "stop-leader": (0, signal.SIGSTOP)}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
+def worker_ranks(session, lost):
+    """{rank: pid} of the tpserve-worker processes of the session led by `session`, but those in `lost`
+    (ranks of a lost group may still be exiting while the relaunched group starts)."""
+    ranks = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        pid = int(entry)
+        if pid in lost:
+            continue
+        try:
+            if os.getsid(pid) != session:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"tpserve-worker" not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
+        except (OSError, KeyError, ValueError):
+            continue
+    return ranks
+
+
+def stream(endpoint, i, out):
+    prompt, params = REQUESTS[i]
+    try:
+        with tpserve.Client(endpoint, timeout=120) as client:
+            with client.stream(prompt, max_tokens=MAX_TOKENS, ignore_eos=True, **params) as s:
+                for chunk in s:
+                    out["ids"].extend(chunk.token_ids)
+                    out["times"].append(time.monotonic())
+                out["replays"] = s.result.samples[0].finish.num_replays
+    except Exception as e:
+        out["error"] = repr(e)
+
+
+def start_streams(endpoint):
+    outs = [{"ids": [], "times": [], "error": None, "replays": None} for _ in REQUESTS]
+    threads = [threading.Thread(target=stream, args=(endpoint, i, outs[i])) for i in range(len(REQUESTS))]
+    for t in threads:
+        t.start()
+    return outs, threads
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--faults-per-kind", type=int, default=20)
+    ap.add_argument("--build", default=str(REPO / "build"))
+    ap.add_argument("--model", default=str(REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--tp", type=int, default=2)
+    ap.add_argument("--restart-backoff-ms", type=int, default=0)
+    ap.add_argument("--json")
+    ap.add_argument("--log", default="/tmp/fault_injection_serve.log", help="tpserve serve's stderr")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup and the report
+
+    port, worker_port = free_port(), free_port()
+    log = open(args.log, "w")
+    endpoint = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    serve = subprocess.Popen([str(Path(args.build) / "client" / "tpserve"), "serve", "--model", args.model,
+                              "--tp", str(args.tp), "--port", str(port), "--worker-port", str(worker_port),
+                              "--max-restarts", "1000000", "--restart-backoff-ms", str(args.restart_backoff_ms)],
+                             env=env, start_new_session=True, stdout=log, stderr=log)
+    samples = {kind: [] for kind in KINDS}
+    try:
+        probe = tpserve.Client(endpoint, timeout=30)
+        wait_for(lambda: probe.health().ok, 120, "the server")
+        reference, threads = start_streams(endpoint)
+        for t in threads:
+            t.join()
+        assert all(r["error"] is None for r in reference), reference
+        lost = set()
+        for n in range(args.faults_per_kind):
+            for kind, (rank, sig) in KINDS.items():
+                wait_for(lambda: probe.health().ok, 120, "a serving group")
+                ranks = wait_for(lambda: (lambda r: r if len(r) == args.tp else None)(worker_ranks(serve.pid, lost)),
+                                 60, "the group's ranks")
+                outs, threads = start_streams(endpoint)
+                wait_for(lambda: all(len(o["ids"]) >= 4 for o in outs), 60, "both requests streaming")
+                killed_at = time.monotonic()
+                os.kill(ranks[rank], sig)
+                lost |= set(ranks.values())
+                wait_for(lambda: probe.health().num_worker_groups == 0, 30, "the coordinator to notice")
+                detected_at = time.monotonic()
+                for t in threads:
+                    t.join(120)
+                # Tokens between the fault and its detection come from steps the lost group had finished.
+                resumed = [next((t for t in o["times"] if t > detected_at), None) for o in outs]
+                for o, r in zip(outs, reference):
+                    assert o["error"] is None and o["ids"] == r["ids"], (kind, o["error"])
+                    assert o["replays"] == 1, (kind, o["replays"])
+                sample = {"detection_s": detected_at - killed_at,
+                          "ttft_after_fault_s": min(t for t in resumed if t is not None) - killed_at}
+                samples[kind].append(sample)
+                print(f"{kind} #{n + 1}: detected in {sample['detection_s']:.2f} s, first token after "
+                      f"{sample['ttft_after_fault_s']:.2f} s", flush=True)
+                for pid in ranks.values():  # a stopped rank mpirun did not reap
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        probe.close()
+    finally:  # also on SIGTERM or a failed check: the server goes, and what was measured is reported
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(serve.pid, signal.SIGKILL)
+        report(args, samples)
+    return 0
+
+
+def report(args, samples):
+    print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
+          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after every fault")
+    print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
+    for kind, got in samples.items():
+        d = [s["detection_s"] for s in got]
+        t = [s["ttft_after_fault_s"] for s in got]
+        if got:
+            print(f"{kind:<15}{len(got):>7}{statistics.median(d):>11.2f}s{max(d):>11.2f}s"
+                  f"{statistics.median(t):>9.2f}s{max(t):>9.2f}s")
+    print("target: detection within 3 s (the heartbeat: 2 s between ranks, 2.5 s leader -> coordinator)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(samples, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

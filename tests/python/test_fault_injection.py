@@ -1,0 +1,154 @@
+"""Fault injection against a real `tpserve serve --tp 2` (coordinator, mpirun worker group, supervisor):
+while several requests stream (greedy and seeded), one rank is killed (SIGKILL) or stopped (SIGSTOP). The
+group is lost (heartbeats), exits, is relaunched by `tpserve serve`, and the coordinator replays the lost
+requests on it: every request must finish without an error, with exactly the ids of an uninterrupted run
+(tpserve-run on one rank, an independent reference), 0 KV blocks in use afterwards, health ok again, and no
+process of the lost group left behind. Every wait is on observable state with a deadline.
+"""
+import os
+import random
+import signal
+import threading
+import time
+from typing import Dict, List
+
+import pytest
+import tpserve
+
+from client_testing import alive, run_ids, wait_for, wait_until_idle, worker_ranks
+from conftest import assert_no_process_left, start_server
+
+MAX_TOKENS = 40
+# (prompt, sampling params): greedy and seeded, as the reference is run with the same flags.
+REQUESTS = [
+    ("The capital of France is", {}),
+    ("Once upon a time, in a small village,", {"temperature": 0.9, "seed": 7}),
+    ("The three laws of thermodynamics are", {}),
+    ("My favourite recipe for bread starts with", {"temperature": 0.7, "top_p": 0.9, "seed": 1234}),
+]
+
+
+def reference_flags(params: dict) -> List[str]:
+    flags = []
+    for name, value in params.items():
+        flags += ["--" + name.replace("_", "-"), str(value)]
+    return flags
+
+
+@pytest.fixture(scope="module")
+def references() -> List[List[int]]:
+    return [run_ids("--prompt", prompt, "--max-tokens", str(MAX_TOKENS), *reference_flags(params))
+            for prompt, params in REQUESTS]
+
+
+def serving_group(server, lost=()) -> Dict[int, int]:
+    """{rank: pid} of a whole group of two ranks none of which is in `lost`; {} while there is none."""
+    ranks = worker_ranks(server)
+    return ranks if len(ranks) == 2 and not set(ranks.values()) & set(lost) else {}
+
+
+class Streams:
+    """The REQUESTS streaming at once, one client and thread each."""
+
+    def __init__(self, endpoint: str):
+        self.ids: List[List[int]] = [[] for _ in REQUESTS]
+        self.finishes: List = [None] * len(REQUESTS)
+        self.errors: List = [None] * len(REQUESTS)
+        self.token_times: List[List[float]] = [[] for _ in REQUESTS]
+        self.threads = [threading.Thread(target=self._run, args=(endpoint, i)) for i in range(len(REQUESTS))]
+        for t in self.threads:
+            t.start()
+
+    def _run(self, endpoint: str, i: int):
+        prompt, params = REQUESTS[i]
+        try:
+            with tpserve.Client(endpoint, timeout=120) as client:
+                with client.stream(prompt, max_tokens=MAX_TOKENS, **params) as stream:
+                    for chunk in stream:
+                        self.ids[i].extend(chunk.token_ids)
+                        self.token_times[i].append(time.monotonic())
+                    self.finishes[i] = stream.result.samples[0].finish
+        except Exception as e:  # the assertion below reports it
+            self.errors[i] = e
+
+    def min_tokens(self) -> int:
+        return min(len(ids) for ids in self.ids)
+
+    def join(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in self.threads), "a request did not finish in time"
+
+
+def check_streams(streams: Streams, references):
+    assert streams.errors == [None] * len(REQUESTS)
+    assert streams.ids == references
+    assert all(f.num_replays <= 3 for f in streams.finishes)
+
+
+def check_service(server, lost_pids: List[int]):
+    """Health ok again, nothing running and 0 KV blocks in use, the lost ranks gone."""
+    with tpserve.Client(server.endpoint, timeout=30) as client:
+        wait_for(lambda: client.health().ok, 60, "health ok after the fault")
+        stats = wait_until_idle(client.stats, timeout=30)
+        assert stats.blocks_used == 0
+        assert stats.num_replays >= 1
+    wait_for(lambda: not any(alive(pid) for pid in lost_pids), 15, "the lost group's ranks to exit")
+
+
+@pytest.fixture
+def server():
+    s = start_server("--max-restarts", "10", http=False)
+    yield s
+    for pid in worker_ranks(s).values():  # a rank left stopped would keep its job alive
+        os.kill(pid, signal.SIGCONT)
+    assert s.stop() == 0
+    assert_no_process_left(s)
+
+
+@pytest.mark.parametrize("rank,sig", [(1, signal.SIGKILL), (0, signal.SIGKILL), (1, signal.SIGSTOP),
+                                      (0, signal.SIGSTOP)],
+                         ids=["kill-follower", "kill-leader", "stop-follower", "stop-leader"])
+def test_lost_rank_is_replayed_with_identical_ids(server, references, rank, sig):
+    ranks = wait_for(lambda: serving_group(server), 30, "two ranks")
+    streams = Streams(server.endpoint)
+    wait_for(lambda: streams.min_tokens() >= 3, 60, "every request streaming")
+    os.kill(ranks[rank], sig)
+    streams.join(90)
+    try:
+        check_streams(streams, references)
+        assert any(f.num_replays == 1 for f in streams.finishes), [f.num_replays for f in streams.finishes]
+        check_service(server, list(ranks.values()))
+    finally:
+        for pid in ranks.values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_random_faults_under_load(server, references):
+    """Three faults (random kind, rank and moment) while requests stream, each once the relaunched group
+    serves again, with a new round of the requests whenever the last one has ended; every request of every
+    round still ends with the reference ids (at most 3 replays each)."""
+    rng = random.Random(int(os.environ.get("TPSERVE_FAULT_SEED", "11")))
+    lost: List[int] = []
+    rounds = [Streams(server.endpoint)]
+    tokens = lambda: sum(len(ids) for ids in rounds[-1].ids)
+    ended = lambda: all(not t.is_alive() for t in rounds[-1].threads)
+    try:
+        for _ in range(3):
+            ranks = wait_for(lambda: serving_group(server, lost), 60, "the relaunched group")
+            if ended():
+                rounds.append(Streams(server.endpoint))
+            target = tokens() + rng.randint(1, 8)  # a random moment: after a few more tokens
+            wait_for(lambda: tokens() >= target or ended(), 60, "tokens before the fault")
+            os.kill(ranks[rng.choice([0, 1])], rng.choice([signal.SIGKILL, signal.SIGSTOP]))
+            lost += list(ranks.values())
+        for streams in rounds:
+            streams.join(120)
+            check_streams(streams, references)
+        check_service(server, lost)
+    finally:
+        for pid in lost:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
