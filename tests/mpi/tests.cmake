@@ -76,4 +76,8 @@ if(TARGET tpserve-run AND NOT TPSERVE_SANITIZE)
            COMMAND ${MPI_TEST_DIR}/tp_equality_test.sh $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/SmolLM2-135M-Instruct.Q4_1.gguf)
   set_tests_properties(tp_equality_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # The same on a synthetic Q4_K_M model (K-quants and their fallbacks mixed in one file).
+  add_test(NAME quant_tp_equality_test
+           COMMAND ${MPI_TEST_DIR}/quant_tp_equality_test.sh $<TARGET_FILE:tpserve-mkmodel> $<TARGET_FILE:tpserve-run>)
+  set_tests_properties(quant_tp_equality_test PROPERTIES LABELS mpi TIMEOUT 600)
 endif()
