@@ -6,24 +6,6 @@
 
 namespace tpserve {
 
-void KQuantScaleMin(const uint8_t* scales, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = scales[j] & 63;
-    *min = scales[j + 4] & 63;
-  } else {
-    *scale = (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4);
-    *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-
-int Q3KScale(const uint8_t* scales, int j) {
-  // Low 4 bits: bytes 0..7 (low nibbles for groups 0..7, high nibbles for 8..15); high 2 bits: bytes 8..11,
-  // two bits per group in the order groups 0-3 (bits 0-1), 4-7 (bits 2-3), 8-11 (4-5), 12-15 (6-7).
-  const int low = j < 8 ? scales[j] & 0xf : scales[j - 8] >> 4;
-  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return low | (high << 4);
-}
-
 namespace {
 
 // Nibbles of a 16-byte array in Q4_0's order: value j < 16 is byte j's low nibble, j + 16 its high one.

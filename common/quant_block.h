@@ -13,6 +13,13 @@
 
 #include "common/dtype.h"
 
+// The K-quants' packed scales and the type traits are shared with the CUDA twins (kernels/cuda/dequantize.cuh).
+#if defined(__CUDACC__)
+#define TPSERVE_HOST_DEVICE __host__ __device__
+#else
+#define TPSERVE_HOST_DEVICE
+#endif
+
 namespace tpserve {
 
 // How a type's minimum enters its values.
@@ -22,7 +29,7 @@ enum class MinKind {
   kHalves,  // Q2_K: −dmin·min[h], a different integer minimum for each half of 16
 };
 // (constexpr: the kernels branch on them at compile time.)
-constexpr MinKind MinKindOf(DType type) {
+constexpr TPSERVE_HOST_DEVICE MinKind MinKindOf(DType type) {
   switch (type) {
     case DType::kQ4_1: case DType::kQ5_1: case DType::kQ4_K: case DType::kQ5_K: return MinKind::kOffset;
     case DType::kQ2_K: return MinKind::kHalves;
@@ -31,7 +38,7 @@ constexpr MinKind MinKindOf(DType type) {
 }
 // True when the two halves of a block carry their own integer scales (Q2_K, Q3_K, Q6_K; their
 // groups are 16 values). Q4_K and Q5_K fold their 6-bit group scale into d (exact).
-constexpr bool HasHalfScales(DType type) {
+constexpr TPSERVE_HOST_DEVICE bool HasHalfScales(DType type) {
   return type == DType::kQ2_K || type == DType::kQ3_K || type == DType::kQ6_K;
 }
 
@@ -48,9 +55,29 @@ struct QuantBlock {
 // REQUIRES: IsQuantized(type).
 void DecodeQuantBlock(DType type, const void* row, int64_t b, QuantBlock* out);
 
-// The 6-bit scale and minimum of group j (0..7) of a Q4_K/Q5_K super-block's 12 packed bytes.
-void KQuantScaleMin(const uint8_t* scales, int j, int* scale, int* min);
-// The 6-bit scale (0..63, stored with a bias of 32) of group j (0..15) of a Q3_K super-block.
-int Q3KScale(const uint8_t* scales, int j);
+// The K-quants' packed scales. static: every translation unit (each ISA level, each CUDA file) keeps
+// its own copy, so no level's instructions can reach another level through a merged inline function.
+
+// The 6-bit scale and minimum of group j (0..7) of a Q4_K/Q5_K super-block's 12 packed bytes: groups
+// 0..3 in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); groups 4..7 in the nibbles of bytes
+// 8..11 with their top 2 bits in the top bits of bytes 0..7.
+static inline TPSERVE_HOST_DEVICE void KQuantScaleMin(const uint8_t* scales, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = scales[j] & 63;
+    *min = scales[j + 4] & 63;
+  } else {
+    *scale = (scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4);
+    *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+// The 6-bit scale (0..63, stored with a bias of 32) of group j (0..15) of a Q3_K super-block. Low 4
+// bits: bytes 0..7 (low nibbles for groups 0..7, high nibbles for 8..15); high 2 bits: bytes 8..11,
+// two bits per group in the order groups 0-3 (bits 0-1), 4-7 (bits 2-3), 8-11 (4-5), 12-15 (6-7).
+static inline TPSERVE_HOST_DEVICE int Q3KScale(const uint8_t* scales, int j) {
+  const int low = j < 8 ? scales[j] & 0xf : scales[j - 8] >> 4;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return low | (high << 4);
+}
 
 }  // namespace tpserve
