@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Greedy ids of tpserve-run beside llama.cpp's llama-server on the same GGUF files and prompt ids.
+
+For each model: starts llama-server (greedy: temperature 0, top-k 1, EOS ignored), tokenizes the
+prompts with it (so both engines get the same ids), asks it for N tokens per prompt, runs
+`tpserve-run --prompt-ids ... --print-ids --ignore-eos` for the same, and prints per prompt the
+tokens before the first divergence, and their sum per model.
+  bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] MODEL...
+"""
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time, in a small village,",
+    "The three primary colors are",
+    "Water boils at a temperature of",
+    "The quick brown fox",
+    "In machine learning, a neural network is",
+    "My favourite recipe for pancakes starts with",
+    "The largest planet in the solar system is",
+    "To be or not to be,",
+]
+
+
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port, proc):
+    for _ in range(600):
+        if proc.poll() is not None:
+            sys.exit(f"llama-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    sys.exit("llama-server did not become healthy")
+
+
+def agreement(a, b):
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llama-server", required=True)
+    ap.add_argument("--tpserve-run", required=True)
+    ap.add_argument("--reference")
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("models", nargs="+")
+    args = ap.parse_args()
+    for model in args.models:
+        port = free_port()
+        server = subprocess.Popen([args.llama_server, "-m", model, "--port", str(port), "-t", str(args.threads),
+                                   "-c", "1024", "-np", "1", "--log-disable"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_healthy(port, server)
+            total, identical, judged = 0, 0, {}
+            print(f"== {model}")
+            for prompt in PROMPTS:
+                ids = post(port, "/tokenize", {"content": prompt, "add_special": False})["tokens"]
+                llama = post(port, "/completion", {"prompt": ids, "n_predict": args.tokens, "temperature": 0,
+                                                   "top_k": 1, "ignore_eos": True, "cache_prompt": False,
+                                                   "return_tokens": True})["tokens"]
+                out = subprocess.run([args.tpserve_run, "--model", model, "--prompt-ids", ",".join(map(str, ids)),
+                                      "--max-tokens", str(args.tokens), "--ignore-eos", "--print-ids",
+                                      "--threads", str(args.threads)],
+                                     capture_output=True, text=True, check=True).stdout
+                ours = [int(t) for t in out.split()]
+                n = agreement(ours, llama)
+                total += n
+                identical += n == args.tokens
+                line = f"  {n:3d}/{args.tokens} {prompt!r}"
+                if n < args.tokens:
+                    line += f"  (first difference: ours {ours[n]}, llama.cpp {llama[n]}"
+                    if args.reference:
+                        ref = subprocess.run([args.reference, "--model", model, "--ids",
+                                              ",".join(map(str, ids + ours[:n]))],
+                                             capture_output=True, text=True, check=True).stdout.split()
+                        top1, margin = int(ref[1]), float(ref[7])
+                        who = "ours" if top1 == ours[n] else "llama.cpp's" if top1 == llama[n] else "neither"
+                        judged[who] = judged.get(who, 0) + 1
+                        line += f"; float64 reference picks {who}, top-2 margin {margin:.4f}"
+                    line += ")"
+                print(line)
+            print(f"  sum {total}/{len(PROMPTS) * args.tokens} tokens before the first divergence; "
+                  f"{identical}/{len(PROMPTS)} prompts identical" +
+                  (f"; at the divergences the reference picks: {judged}" if judged else ""))
+        finally:
+            server.terminate()
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()
