@@ -4,6 +4,8 @@
 // and a tensor of random block bytes per type (every packing and scale pattern a file can hold).
 // Skipped where python3 lacks the package (tests/python/setup.sh installs it).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>

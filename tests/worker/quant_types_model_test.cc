@@ -73,6 +73,11 @@ TEST_P(QuantTypesModelTest, MatchesFloat64ReferenceAndEveryDegreeBitwise) {
   auto config = ModelConfigFromGguf(**gguf);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ((*gguf)->Find("blk.0.attn_q.weight")->type, tc.type);
+  if (IsKQuant(tc.type)) {  // a slice inside a super-block is refused, naming the block
+    auto inside = (*gguf)->ReadSlice("blk.0.attn_output.weight", 0, 1, 0, 128);
+    EXPECT_EQ(inside.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(inside.status().message().find("multiples of 256"), std::string::npos) << inside.status().ToString();
+  }
 
   const std::vector<int32_t> tokens = RandomTokens(9, c.vocab_size, 3);
   const std::vector<std::vector<float>> single = RunAtDegree(*config, **gguf, 1, tokens);
