@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Greedy ids of tpserve-run beside llama.cpp's llama-server on the same GGUF files and prompt ids.
 
-For each model: starts llama-server (greedy: temperature 0, top-k 1, EOS ignored), tokenizes the
-prompts with it (so both engines get the same ids), asks it for N tokens per prompt, runs
-`tpserve-run --prompt-ids ... --print-ids --ignore-eos` for the same, and prints per prompt the
-tokens before the first divergence, and their sum per model.
+For each model: starts llama-server (greedy: temperature 0, top-k 1), tokenizes the prompts with it (so
+both engines get the same ids), asks it for up to N tokens per prompt, runs
+`tpserve-run --prompt-ids ... --print-ids` for the same, and prints per prompt the tokens before the
+first divergence, and their sum per model. Both stop at the end of a turn: llama.cpp's `ignore_eos`
+masks the EOS logit while tpserve-run's `--ignore-eos` only keeps going, so with it the two would part
+at every EOS. A sequence that ended counts as agreeing to the end when the other ended there too.
   bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] MODEL...
 """
 import argparse
@@ -56,6 +58,14 @@ def wait_healthy(port, proc):
     sys.exit("llama-server did not become healthy")
 
 
+def strip_end(ids, eos):
+    """The ids before the first end-of-turn id."""
+    for i, t in enumerate(ids):
+        if t in eos:
+            return ids[:i]
+    return ids
+
+
 def agreement(a, b):
     n = 0
     for x, y in zip(a, b):
@@ -70,6 +80,7 @@ def main():
     ap.add_argument("--llama-server", required=True)
     ap.add_argument("--tpserve-run", required=True)
     ap.add_argument("--reference")
+    ap.add_argument("--end-ids", default="0,2", help="end-of-turn ids (SmolLM2: <|endoftext|> 0, <|im_end|> 2)")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("models", nargs="+")
@@ -81,30 +92,39 @@ def main():
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_healthy(port, server)
+            eos = {int(t) for t in args.end_ids.split(",")}
             total, identical, judged = 0, 0, {}
             print(f"== {model}")
             for prompt in PROMPTS:
                 ids = post(port, "/tokenize", {"content": prompt, "add_special": False})["tokens"]
                 llama = post(port, "/completion", {"prompt": ids, "n_predict": args.tokens, "temperature": 0,
-                                                   "top_k": 1, "ignore_eos": True, "cache_prompt": False,
+                                                   "top_k": 1, "cache_prompt": False,
                                                    "return_tokens": True})["tokens"]
                 out = subprocess.run([args.tpserve_run, "--model", model, "--prompt-ids", ",".join(map(str, ids)),
-                                      "--max-tokens", str(args.tokens), "--ignore-eos", "--print-ids",
+                                      "--max-tokens", str(args.tokens), "--print-ids",
                                       "--threads", str(args.threads)],
                                      capture_output=True, text=True, check=True).stdout
                 ours = [int(t) for t in out.split()]
+                # Whether the end-of-turn id itself is listed differs between the engines: compare the
+                # ids before it; two sequences that end together agree to the end.
+                ours, llama = strip_end(ours, eos), strip_end(llama, eos)
                 n = agreement(ours, llama)
-                total += n
-                identical += n == args.tokens
-                line = f"  {n:3d}/{args.tokens} {prompt!r}"
-                if n < args.tokens:
-                    line += f"  (first difference: ours {ours[n]}, llama.cpp {llama[n]}"
+                same = ours == llama
+                total += args.tokens if same else n
+                identical += same
+                line = f"  {args.tokens if same else n:3d}/{args.tokens} {prompt!r}" + (
+                    f" (both ended after {n})" if same and n < args.tokens else "")
+                if not same:
+                    ours_next = ours[n] if n < len(ours) else "end"
+                    llama_next = llama[n] if n < len(llama) else "end"
+                    line += f"  (first difference: ours {ours_next}, llama.cpp {llama_next}"
                     if args.reference:
                         ref = subprocess.run([args.reference, "--model", model, "--ids",
                                               ",".join(map(str, ids + ours[:n]))],
                                              capture_output=True, text=True, check=True).stdout.split()
                         top1, margin = int(ref[1]), float(ref[7])
-                        who = "ours" if top1 == ours[n] else "llama.cpp's" if top1 == llama[n] else "neither"
+                        pick = "end" if top1 in eos else top1
+                        who = "ours" if pick == ours_next else "llama.cpp's" if pick == llama_next else "neither"
                         judged[who] = judged.get(who, 0) + 1
                         line += f"; float64 reference picks {who}, top-2 margin {margin:.4f}"
                     line += ")"
