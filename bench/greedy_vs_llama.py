@@ -1,78 +1,154 @@
 #!/usr/bin/env python3
-"""Greedy ids of tpserve-run beside llama.cpp's llama-server on the same GGUF and the same prompt ids.
+"""Greedy ids of tpserve-run beside llama.cpp's llama-server on the same GGUF files and prompt ids.
 
-Each prompt is tokenized once by llama-server (POST /tokenize, BOS and special tokens as the model wants),
-then both engines continue those ids greedily (llama-server POST /completion, temperature 0, top_k 1;
-tpserve-run --prompt-ids --print-ids --ignore-eos). Prints, per prompt, how many tokens agree before the
-first divergence, and the total. A long prompt (--long N paragraphs) checks sliding-window models past
-their window.
-
-Usage: bench/greedy_vs_llama.py --model M.gguf [--tpserve-run build/worker/tpserve-run]
-           [--llama-server third_party/llama.cpp/build/bin/llama-server] [--tokens 32] [--tp 1] [--long N]
-Measured (Gemma 3 270M Q4_K_M dequantised to F32 with the `gguf` package, 10 prompts x 32 tokens and one
-753-token prompt past its 512-key window): every token equal.
+For each model: starts llama-server (greedy: temperature 0, top-k 1), tokenizes the prompts with it (so
+both engines get the same ids), asks it for up to N tokens per prompt, runs
+`tpserve-run --prompt-ids ... --print-ids` for the same, and prints per prompt the tokens before the
+first divergence, and their sum per model. Both stop at the end of a turn: llama.cpp's `ignore_eos`
+masks the EOS logit while tpserve-run's `--ignore-eos` only keeps going, so with it the two would part
+at every EOS. A sequence that ended counts as agreeing to the end when the other ended there too.
+--reference BIN (tests/testing's tpserve-reference-next) judges each first divergence by the float64
+reference on the dequantised weights; --long N replaces the prompts by one of N paragraphs (sliding-window
+models past their window); --bos lets llama-server add the model's BOS and parse special tokens (Gemma).
+  bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] [--tp 1]
+                           [--reference BIN] [--long N] [--bos] MODEL...
+Measured: bench/README.md (the K-quant files, issue 13) and README "Architectures, measured" (Gemma 3 270M,
+10 prompts x 32 tokens and one 753-token prompt past its 512-key window, every token equal).
 """
 import argparse
 import json
+import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
-PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
-           "The three primary colors are", "Water boils at", "In 1969, Neil Armstrong", "The quick brown fox",
-           "Photosynthesis is the process by which", "1, 2, 3, 4, 5,",
-           "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n"]
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time, in a small village,",
+    "The three primary colors are",
+    "Water boils at a temperature of",
+    "The quick brown fox",
+    "In machine learning, a neural network is",
+    "My favourite recipe for pancakes starts with",
+    "The largest planet in the solar system is",
+    "To be or not to be,",
+]
 
 
-def post(url, path, body):
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req))
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port, proc):
+    for _ in range(600):
+        if proc.poll() is not None:
+            sys.exit(f"llama-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    sys.exit("llama-server did not become healthy")
+
+
+def strip_end(ids, eos):
+    """The ids before the first end-of-turn id."""
+    for i, t in enumerate(ids):
+        if t in eos:
+            return ids[:i]
+    return ids
+
+
+def agreement(a, b):
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--tpserve-run", default="build/worker/tpserve-run")
-    ap.add_argument("--llama-server", default="third_party/llama.cpp/build/bin/llama-server")
+    ap.add_argument("--llama-server", required=True)
+    ap.add_argument("--tpserve-run", required=True)
+    ap.add_argument("--reference")
+    ap.add_argument("--end-ids", default="0,2", help="end-of-turn ids (SmolLM2: <|endoftext|> 0, <|im_end|> 2)")
     ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tp", type=int, default=1)
-    ap.add_argument("--port", type=int, default=18093)
     ap.add_argument("--long", type=int, default=0, help="one prompt of this many paragraphs instead")
+    ap.add_argument("--bos", action="store_true", help="add the model's BOS and parse special tokens")
+    ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     prompts = PROMPTS
     if args.long:
-        prompts = [" ".join("Paragraph %d: the river flows past the old mill and the children count the boats." % i
+        prompts = [" ".join(f"Paragraph {i}: the river flows past the old mill and the children count the boats."
                             for i in range(args.long)) + " The river"]
-    url = "http://127.0.0.1:%d" % args.port
-    server = subprocess.Popen([args.llama_server, "-m", args.model, "--host", "127.0.0.1", "--port", str(args.port),
-                               "-t", "2", "-c", "4096", "--no-warmup"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(120):
-            try:
-                if json.load(urllib.request.urlopen(url + "/health")).get("status") == "ok":
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        total = 0
-        for prompt in prompts:
-            ids = post(url, "/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"]
-            ref = post(url, "/completion", {"prompt": ids, "n_predict": args.tokens, "temperature": 0, "top_k": 1,
-                                            "return_tokens": True, "cache_prompt": False})["tokens"]
-            out = subprocess.run([args.tpserve_run, "--model", args.model, "--prompt-ids", ",".join(map(str, ids)),
-                                  "--max-tokens", str(args.tokens), "--print-ids", "--ignore-eos", "--tp", str(args.tp)],
-                                 capture_output=True, text=True, check=True)
-            ours = [int(x) for x in out.stdout.split()]
-            agree = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
-            total += agree
-            tail = "" if agree == len(ref) else "  (then ours %s, llama.cpp %s)" % (ours[agree:agree + 3],
-                                                                                 ref[agree:agree + 3])
-            print("%4d prompt tokens: %d of %d equal%s" % (len(ids), agree, len(ref), tail))
-        print("total tokens before the first divergence: %d of %d" % (total, len(prompts) * args.tokens))
-    finally:
-        server.terminate()
-        server.wait()
+    for model in args.models:
+        port = free_port()
+        server = subprocess.Popen([args.llama_server, "-m", model, "--port", str(port), "-t", str(args.threads),
+                                   "-c", "4096", "-np", "1", "--log-disable"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_healthy(port, server)
+            eos = {int(t) for t in args.end_ids.split(",")}
+            total, identical, judged = 0, 0, {}
+            print(f"== {model}")
+            for prompt in prompts:
+                ids = post(port, "/tokenize", {"content": prompt, "add_special": args.bos,
+                                               "parse_special": args.bos})["tokens"]
+                llama = post(port, "/completion", {"prompt": ids, "n_predict": args.tokens, "temperature": 0,
+                                                   "top_k": 1, "cache_prompt": False,
+                                                   "return_tokens": True})["tokens"]
+                out = subprocess.run([args.tpserve_run, "--model", model, "--prompt-ids", ",".join(map(str, ids)),
+                                      "--max-tokens", str(args.tokens), "--print-ids",
+                                      "--threads", str(args.threads), "--tp", str(args.tp)],
+                                     capture_output=True, text=True, check=True).stdout
+                ours = [int(t) for t in out.split()]
+                # Whether the end-of-turn id itself is listed differs between the engines: compare the
+                # ids before it; two sequences that end together agree to the end.
+                ours, llama = strip_end(ours, eos), strip_end(llama, eos)
+                n = agreement(ours, llama)
+                same = ours == llama
+                total += args.tokens if same else n
+                identical += same
+                line = f"  {args.tokens if same else n:3d}/{args.tokens} {prompt!r}" + (
+                    f" (both ended after {n})" if same and n < args.tokens else "")
+                if not same:
+                    ours_next = ours[n] if n < len(ours) else "end"
+                    llama_next = llama[n] if n < len(llama) else "end"
+                    line += f"  (first difference: ours {ours_next}, llama.cpp {llama_next}"
+                    if args.reference:
+                        ref = subprocess.run([args.reference, "--model", model, "--ids",
+                                              ",".join(map(str, ids + ours[:n]))],
+                                             capture_output=True, text=True, check=True).stdout.split()
+                        top1, margin = int(ref[1]), float(ref[7])
+                        pick = "end" if top1 in eos else top1
+                        who = "ours" if pick == ours_next else "llama.cpp's" if pick == llama_next else "neither"
+                        judged[who] = judged.get(who, 0) + 1
+                        line += f"; float64 reference picks {who}, top-2 margin {margin:.4f}"
+                    line += ")"
+                print(line)
+            print(f"  sum {total}/{len(prompts) * args.tokens} tokens before the first divergence; "
+                  f"{identical}/{len(prompts)} prompts identical" +
+                  (f"; at the divergences the reference picks: {judged}" if judged else ""))
+        finally:
+            server.terminate()
+            server.wait()
 
 
 if __name__ == "__main__":

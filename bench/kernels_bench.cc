@@ -3,7 +3,9 @@
 // measured here: STREAM triad bandwidth and the F32 FMA peak of a register-only loop.
 // Weights are cycled through enough copies to exceed the last-level cache, as in a real forward
 // pass where each layer's weights were evicted by the others.
-// Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--shape small|large]
+// Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|...|q6_k] [--shape small|large]
+// A K-quant runs the transposed shape where the rows are not whole 256-value super-blocks (576 columns:
+// SmolLM2's ffn_down, 1536 x 576, as llama-quantize would have it).
 // (TPSERVE_THREADS sets the threads)
 #include <algorithm>
 #include <chrono>
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
                "beside this machine's STREAM triad and FMA peak. TPSERVE_THREADS sets the threads.",
                "tpserve-bench-kernels");
   app.add_flag("--quick", quick, "fewer repetitions");
-  app.add_option("--type", type_name, "only this weight type: f32 f16 bf16 q8_0 q4_0 q4_1");
+  app.add_option("--type", type_name, "only this weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
+                 "q5_k q6_k");
   app.add_option("--shape", shape, "small, large or all")->check(CLI::IsMember({"small", "large", "all"}))
       ->capture_default_str();
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
@@ -180,9 +183,9 @@ int main(int argc, char** argv) {
   const Case cases[] = {{576, 1536}, {2048, 8192}};
   for (const Case& c : cases) {
     if ((shape == "small" && c.cols != 576) || (shape == "large" && c.cols == 576)) continue;
-    for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    for (DType t : kSupportedDTypes) {
       if (has_type && t != only_type) continue;
-      BenchType(t, c, triad, peak, quick, &pool);
+      BenchType(t, c.cols % DTypeBlockElems(t) == 0 ? c : Case{c.rows, c.cols}, triad, peak, quick, &pool);
     }
   }
   return 0;

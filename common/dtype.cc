@@ -7,16 +7,13 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/quant_block.h"
 
 namespace tpserve {
 
 bool IsSupportedDType(uint32_t t) {
-  switch (static_cast<DType>(t)) {
-    case DType::kF32: case DType::kF16: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ8_0:
-    case DType::kBF16:
-      return true;
-  }
-  return false;
+  return std::find(std::begin(kSupportedDTypes), std::end(kSupportedDTypes), static_cast<DType>(t)) !=
+         std::end(kSupportedDTypes);
 }
 
 const char* GgmlTypeName(uint32_t ggml_type) {
@@ -31,28 +28,21 @@ const char* GgmlTypeName(uint32_t ggml_type) {
 
 std::string SupportedDTypeList() {
   std::string out;
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  for (DType t : kSupportedDTypes) {
     out += (out.empty() ? "" : ", ") + std::string(GgmlTypeName(static_cast<uint32_t>(t)));
   }
   return out;
 }
 
 const char* DTypeName(DType type) {
-  switch (type) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kQ4_0: return "Q4_0";
-    case DType::kQ4_1: return "Q4_1";
-    case DType::kQ8_0: return "Q8_0";
-    case DType::kBF16: return "BF16";
-  }
-  return "?";
+  const char* name = IsSupportedDType(static_cast<uint32_t>(type)) ? GgmlTypeName(static_cast<uint32_t>(type)) : nullptr;
+  return name != nullptr ? name : "?";
 }
 
 bool ParseDType(const std::string& name, DType* out) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  for (DType t : kSupportedDTypes) {
     std::string n = DTypeName(t);
     std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
     if (n == lower) {
@@ -63,9 +53,18 @@ bool ParseDType(const std::string& name, DType* out) {
   return false;
 }
 
-bool IsQuantized(DType type) { return type == DType::kQ4_0 || type == DType::kQ4_1 || type == DType::kQ8_0; }
+bool IsQuantized(DType type) {
+  return type != DType::kF32 && type != DType::kF16 && type != DType::kBF16;
+}
 
-int64_t DTypeBlockElems(DType type) { return IsQuantized(type) ? kQuantBlock : 1; }
+bool IsKQuant(DType type) {
+  switch (type) {
+    case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: return true;
+    default: return false;
+  }
+}
+
+int64_t DTypeBlockElems(DType type) { return IsKQuant(type) ? kSuperBlock : IsQuantized(type) ? kQuantBlock : 1; }
 
 int64_t DTypeBlockBytes(DType type) {
   switch (type) {
@@ -73,7 +72,14 @@ int64_t DTypeBlockBytes(DType type) {
     case DType::kF16: case DType::kBF16: return 2;
     case DType::kQ4_0: return sizeof(BlockQ4_0);
     case DType::kQ4_1: return sizeof(BlockQ4_1);
+    case DType::kQ5_0: return sizeof(BlockQ5_0);
+    case DType::kQ5_1: return sizeof(BlockQ5_1);
     case DType::kQ8_0: return sizeof(BlockQ8_0);
+    case DType::kQ2_K: return sizeof(BlockQ2_K);
+    case DType::kQ3_K: return sizeof(BlockQ3_K);
+    case DType::kQ4_K: return sizeof(BlockQ4_K);
+    case DType::kQ5_K: return sizeof(BlockQ5_K);
+    case DType::kQ6_K: return sizeof(BlockQ6_K);
   }
   CHECK(false) << "bad dtype";
   return 0;
@@ -166,114 +172,24 @@ void DequantizeRow(DType type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(s[i]);
       return;
     }
-    case DType::kQ8_0: {
-      const auto* b = static_cast<const BlockQ8_0*>(src);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float d = Fp16ToF32(b[i].d);
-        for (int j = 0; j < kQuantBlock; ++j) dst[i * kQuantBlock + j] = d * b[i].qs[j];
+    default: break;
+  }
+  // x = (d · scale) · q (+ m) (− dmin · min): the products are exact, the offset rounds once (quant_block.h).
+  const MinKind kind = MinKindOf(type);
+  QuantBlock blk;
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    DecodeQuantBlock(type, src, b, &blk);
+    float* y = dst + b * kQuantBlock;
+    for (int j = 0; j < kQuantBlock; ++j) {
+      const int half = j / 16;
+      const float v = (blk.d * static_cast<float>(blk.scale[half])) * static_cast<float>(blk.q[j]);
+      switch (kind) {
+        case MinKind::kNone: y[j] = v; break;
+        case MinKind::kOffset: y[j] = v + blk.m; break;
+        case MinKind::kHalves: y[j] = v - blk.dmin * static_cast<float>(blk.min[half]); break;
       }
-      return;
-    }
-    case DType::kQ4_0: {
-      const auto* b = static_cast<const BlockQ4_0*>(src);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float d = Fp16ToF32(b[i].d);
-        for (int j = 0; j < kQuantBlock / 2; ++j) {
-          dst[i * kQuantBlock + j] = d * ((b[i].qs[j] & 0xf) - 8);
-          dst[i * kQuantBlock + j + 16] = d * ((b[i].qs[j] >> 4) - 8);
-        }
-      }
-      return;
-    }
-    case DType::kQ4_1: {
-      const auto* b = static_cast<const BlockQ4_1*>(src);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float d = Fp16ToF32(b[i].d);
-        const float m = Fp16ToF32(b[i].m);
-        for (int j = 0; j < kQuantBlock / 2; ++j) {
-          dst[i * kQuantBlock + j] = d * (b[i].qs[j] & 0xf) + m;
-          dst[i * kQuantBlock + j + 16] = d * (b[i].qs[j] >> 4) + m;
-        }
-      }
-      return;
     }
   }
-  CHECK(false) << "bad dtype";
-}
-
-void QuantizeRow(DType type, const float* src, void* dst, int64_t n) {
-  switch (type) {
-    case DType::kF32:
-      std::memcpy(dst, src, n * 4);
-      return;
-    case DType::kF16: {
-      auto* d = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = F32ToFp16(src[i]);
-      return;
-    }
-    case DType::kBF16: {
-      auto* d = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = F32ToBf16(src[i]);
-      return;
-    }
-    case DType::kQ8_0: {
-      auto* b = static_cast<BlockQ8_0*>(dst);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float* x = src + i * kQuantBlock;
-        float amax = 0;
-        for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        b[i].d = F32ToFp16(d);
-        for (int j = 0; j < kQuantBlock; ++j) b[i].qs[j] = static_cast<int8_t>(std::lround(x[j] * id));
-      }
-      return;
-    }
-    case DType::kQ4_0: {
-      auto* b = static_cast<BlockQ4_0*>(dst);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float* x = src + i * kQuantBlock;
-        float amax = 0, max = 0;
-        for (int j = 0; j < kQuantBlock; ++j) {
-          if (std::fabs(x[j]) > amax) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-          }
-        }
-        const float d = max / -8.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        b[i].d = F32ToFp16(d);
-        for (int j = 0; j < kQuantBlock / 2; ++j) {
-          const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-          const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-          b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-        }
-      }
-      return;
-    }
-    case DType::kQ4_1: {
-      auto* b = static_cast<BlockQ4_1*>(dst);
-      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
-        const float* x = src + i * kQuantBlock;
-        float lo = x[0], hi = x[0];
-        for (int j = 1; j < kQuantBlock; ++j) {
-          lo = std::min(lo, x[j]);
-          hi = std::max(hi, x[j]);
-        }
-        const float d = (hi - lo) / 15.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        b[i].d = F32ToFp16(d);
-        b[i].m = F32ToFp16(lo);
-        for (int j = 0; j < kQuantBlock / 2; ++j) {
-          const int q0 = std::min(15, static_cast<int>((x[j] - lo) * id + 0.5f));
-          const int q1 = std::min(15, static_cast<int>((x[j + 16] - lo) * id + 0.5f));
-          b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-        }
-      }
-      return;
-    }
-  }
-  CHECK(false) << "bad dtype";
 }
 
 }  // namespace tpserve

@@ -16,6 +16,7 @@
 #include "common/command_line.h"
 #include "model/architecture.h"
 #include "model/synthetic_model.h"
+#include "model/type_mix.h"
 
 namespace tpserve {
 namespace {
@@ -53,7 +54,9 @@ int Main(int argc, char** argv) {
   CLI::Option* window_option = app.add_option("--sliding-window", sliding_window,
                                               "attention window of the sliding layers (0: none)")
                                    ->check(CLI::NonNegativeNumber);
-  app.add_option("--type", type_name, "f32 f16 bf16 q8_0 q4_0 q4_1 (norms are always f32; safetensors stores "
+  app.add_option("--type", type_name, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k, or the "
+                 "mixes q4_k_m q5_k_m (norms are always f32; a K-quant falls back to q5_0/q5_1/q8_0/q4_0 on "
+                 "matrices whose rows are not multiples of 256, as llama-quantize does; safetensors stores "
                  "quantised weights as their dequantised f32 values)");
   CLI::Option* seed_option = app.add_option("--seed", seed, "weights seed");
   std::vector<ShapeFlag> shape = {
@@ -76,7 +79,10 @@ int Main(int argc, char** argv) {
   StatusOr<ModelConfig> preset = SyntheticPreset(preset_name);
   if (!preset.ok()) return Fail(preset.status().message());
   o.config = *preset;
-  if (!type_name.empty() && !ParseDType(type_name, &o.type)) return Fail("unknown --type " + type_name);
+  TypeMix mix;
+  if (!type_name.empty() && !TypeMix::Parse(type_name, &mix)) return Fail("unknown --type " + type_name);
+  o.type = mix.base;
+  o.medium_mix = mix.medium;
   ModelConfig& c = o.config;
   if (arch_option->count() > 0) {
     if (FindArchitecture(arch_name) == nullptr) {
@@ -117,7 +123,7 @@ int Main(int argc, char** argv) {
   const int64_t params = c.num_layers * per_layer + int64_t{c.vocab_size} * h * (c.tied_embeddings ? 1 : 2) + h;
   std::printf("wrote %s (%s, %s, %s): L=%d hidden=%d heads=%d/%d D=%d ffn=%d V=%d, %.3f B params, %.1f MB in %.2f s "
               "(%.0f MB/s)\n",
-              out.c_str(), c.architecture.c_str(), format.c_str(), DTypeName(o.type), c.num_layers, c.hidden_size,
+              out.c_str(), c.architecture.c_str(), format.c_str(), mix.Name().c_str(), c.num_layers, c.hidden_size,
               c.num_heads, c.num_kv_heads, c.head_dim, c.ffn_size, c.vocab_size, params / 1e9, bytes / 1e6, secs,
               bytes / 1e6 / secs);
   return 0;

@@ -12,6 +12,7 @@
 #include "model/gguf_writer.h"
 #include "model/model_tensors.h"
 #include "model/safetensors_dir.h"
+#include "model/type_mix.h"
 
 namespace tpserve {
 namespace {
@@ -56,7 +57,10 @@ uint64_t NameHash(const std::string& s) {
 
 // The type a weight has in the HF directory (safetensors holds only float types).
 DType HfType(DType t) { return IsQuantized(t) ? DType::kF32 : t; }
-DType TensorType(const SynthTensor& t, DType weight_type) { return t.is_vector ? DType::kF32 : weight_type; }
+DType TensorType(const SynthTensor& t, const SyntheticModelOptions& o) {
+  return t.is_vector ? DType::kF32
+                   : TypeMix{o.type, o.medium_mix}.TensorType(t.gguf_name, t.cols, o.config.num_layers);
+}
 
 // Encodes `n` floats as `type` into dst.
 void Encode(DType type, const float* src, uint8_t* dst, int64_t n) {
@@ -81,6 +85,9 @@ void Encode(DType type, const float* src, uint8_t* dst, int64_t n) {
 Status CheckOptions(const SyntheticModelOptions& o) {
   RETURN_IF_ERROR(o.config.Validate());
   if (o.config.vocab_size < 300) return InvalidArgument("synthetic model: vocab_size must be >= 300");
+  if (o.medium_mix && o.type != DType::kQ4_K && o.type != DType::kQ5_K) {
+    return InvalidArgument(std::string("synthetic model: the medium mix needs Q4_K or Q5_K, not ") + DTypeName(o.type));
+  }
   if (IsQuantized(o.type)) {
     const ModelConfig& c = o.config;
     for (int64_t cols : {int64_t{c.hidden_size}, int64_t{c.ffn_size}, int64_t{c.num_heads} * c.head_dim}) {
@@ -98,7 +105,7 @@ Status CheckOptions(const SyntheticModelOptions& o) {
 // dequantised GGUF rows.
 template <typename RowOf, typename Sink>
 Status StreamTensor(const SyntheticModelOptions& o, const SynthTensor& t, DType type, RowOf row_of, Sink sink) {
-  const DType stored = TensorType(t, o.type);
+  const DType stored = TensorType(t, o);
   const int64_t row_bytes = DTypeRowBytes(type, t.cols);
   const int64_t chunk_rows = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes) / row_bytes);
   std::vector<uint8_t> chunk(chunk_rows * row_bytes);
@@ -263,7 +270,7 @@ Status WriteSafetensorsFile(const SyntheticModelOptions& o, const std::vector<co
   header.Set("__metadata__", std::move(meta));
   uint64_t offset = 0;
   for (const SynthTensor* t : tensors) {
-    const DType type = HfType(TensorType(*t, o.type));
+    const DType type = HfType(TensorType(*t, o));
     const uint64_t nbytes = static_cast<uint64_t>(t->rows) * DTypeRowBytes(type, t->cols);
     JsonValue e = JsonValue::Object();
     e.Set("dtype", JsonValue::String(type == DType::kF32 ? "F32" : type == DType::kF16 ? "F16" : "BF16"));
@@ -294,9 +301,9 @@ Status WriteSafetensorsFile(const SyntheticModelOptions& o, const std::vector<co
     if (!st.ok()) break;
     const int d = o.config.head_dim;
     if (t->qk_heads > 0) {
-      st = StreamTensor(o, *t, HfType(TensorType(*t, o.type)), [d](int64_t r) { return HfRowToGgufRow(r, d); }, sink);
+      st = StreamTensor(o, *t, HfType(TensorType(*t, o)), [d](int64_t r) { return HfRowToGgufRow(r, d); }, sink);
     } else {
-      st = StreamTensor(o, *t, HfType(TensorType(*t, o.type)), [](int64_t r) { return r; }, sink);
+      st = StreamTensor(o, *t, HfType(TensorType(*t, o)), [](int64_t r) { return r; }, sink);
     }
   }
   if (std::fclose(out) != 0 && st.ok()) st = Internal("closing " + path + " failed");
@@ -500,13 +507,13 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
     if (t.is_vector) {
       w.AddTensor(t.gguf_name, DType::kF32, {t.cols});
     } else {
-      w.AddTensor(t.gguf_name, o.type, {t.rows, t.cols});
+      w.AddTensor(t.gguf_name, TensorType(t, o), {t.rows, t.cols});
     }
   }
   RETURN_IF_ERROR(w.Open(path));
   auto sink = [&w](const void* p, uint64_t n) { return w.WriteTensorData(p, n); };
   for (const SynthTensor& t : tensors) {
-    RETURN_IF_ERROR(StreamTensor(o, t, TensorType(t, o.type), [](int64_t r) { return r; }, sink));
+    RETURN_IF_ERROR(StreamTensor(o, t, TensorType(t, o), [](int64_t r) { return r; }, sink));
   }
   return w.Finish();
 }
@@ -532,7 +539,7 @@ Status WriteSyntheticHfDir(const SyntheticModelOptions& o, const std::string& di
   std::vector<std::vector<const SynthTensor*>> shards(1);
   uint64_t shard_bytes = 0;
   for (const SynthTensor& t : tensors) {
-    const uint64_t nbytes = static_cast<uint64_t>(t.rows) * DTypeRowBytes(HfType(TensorType(t, o.type)), t.cols);
+    const uint64_t nbytes = static_cast<uint64_t>(t.rows) * DTypeRowBytes(HfType(TensorType(t, o)), t.cols);
     if (o.max_shard_bytes > 0 && !shards.back().empty() && shard_bytes + nbytes > o.max_shard_bytes) {
       shards.emplace_back();
       shard_bytes = 0;

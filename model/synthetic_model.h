@@ -27,7 +27,9 @@ namespace tpserve {
 
 struct SyntheticModelOptions {
   ModelConfig config;        // shape; rope_layout is ignored (each format uses its own)
-  DType type = DType::kF32;  // every matrix (norms stay F32)
+  DType type = DType::kF32;  // every matrix (norms stay F32), as TypeMix chooses (model/type_mix.h): a
+                             // K-quant falls back to a 32-value type where rows are not whole super-blocks
+  bool medium_mix = false;   // with type Q4_K / Q5_K: llama-quantize's Q4_K_M / Q5_K_M mix
   uint64_t seed = 1;
   uint64_t max_shard_bytes = 0;  // HF directory: split into shards of at most this many bytes (0: one file)
 };
@@ -51,7 +53,7 @@ struct SyntheticVocab {
 SyntheticVocab MakeSyntheticVocab(int vocab_size);
 
 // Writes the GGUF file (v3, 32-byte aligned, with the vocabulary above). INVALID_ARGUMENT for an
-// invalid config or a column count that is not a multiple of the block of a quantised type;
+// invalid config or a column count that is not a multiple of 32 for a quantised type;
 // INTERNAL on I/O errors.
 Status WriteSyntheticGguf(const SyntheticModelOptions& options, const std::string& path);
 

@@ -23,7 +23,7 @@ class WeightSource {
 
   // Rows [row_begin, row_end) × columns [col_begin, col_end) in the stored type.
   // Errors: NOT_FOUND (no such tensor), INVALID_ARGUMENT (range outside the tensor, or column
-  // bounds not multiples of the quantisation block of 32), DATA_LOSS (the file changed under us).
+  // bounds not multiples of the type's block: 32, or 256 for K-quants), DATA_LOSS (the file changed under us).
   virtual StatusOr<HostTensor> ReadSlice(const std::string& name, int64_t row_begin, int64_t row_end,
                                          int64_t col_begin, int64_t col_end) const = 0;
 

@@ -10,15 +10,16 @@
 
 namespace tpserve {
 
-StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const Communicator& comm,
-                                      const ExecutorOptions& options) {
+StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const WeightSource& weights,
+                                      const Communicator& comm, const ExecutorOptions& options) {
   if (comm.rank() != options.tp_rank || comm.size() != options.tp_size) {
     return InvalidArgument("communicator is rank " + std::to_string(comm.rank()) + " of " +
                            std::to_string(comm.size()) + " but the options say rank " +
                            std::to_string(options.tp_rank) + " of " + std::to_string(options.tp_size));
   }
   if (options.block_size < 1) return InvalidArgument("block size must be positive");
-  return ShardPlan::Make(config, options.tp_rank, options.tp_size);
+  return ShardPlan::Make(config, options.tp_rank, options.tp_size,
+                         RowParallelBlocks::Of(weights, config.num_layers));
 }
 
 StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelFile& model, Communicator* comm,
@@ -30,7 +31,7 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
                                                                const WeightSource& weights, Communicator* comm,
                                                                const ExecutorOptions& options) {
   CHECK(comm != nullptr);
-  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, *comm, options));
+  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, weights, *comm, options));
 
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->comm_ = comm;

@@ -34,10 +34,10 @@ struct ExecutorOptions {
 };
 
 // Checks the options against the group (`comm`'s rank and size must equal tp_rank / tp_size; a positive
-// block size) and plans this rank's shard of `config`: the first step of every executor's Create.
-// Errors: INVALID_ARGUMENT.
-StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const Communicator& comm,
-                                      const ExecutorOptions& options);
+// block size) and plans this rank's shard of `config`, slicing the row-parallel weights of `weights` on
+// their blocks: the first step of every executor's Create. Errors: INVALID_ARGUMENT.
+StatusOr<ShardPlan> PlanExecutorShard(const ModelConfig& config, const WeightSource& weights,
+                                      const Communicator& comm, const ExecutorOptions& options);
 
 class ModelExecutor {
  public:

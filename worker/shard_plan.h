@@ -5,6 +5,10 @@
 // so a KV head is replicated on each rank whose query-head range touches its group. FFN columns are split
 // in whole quantisation blocks of 32 (the last block may be partial when ffn_size is not a multiple of 32),
 // vocabulary rows evenly with the remainder spread over the first ranks.
+// The row-parallel weights (attn_output, ffn_down) are sliced by columns, and a quantised row only at
+// its blocks: a K-quant's 256-value super-block shares its scales, so it is never split. The plan
+// puts FFN boundaries on whole blocks of ffn_down's type, and head boundaries where attn_output's
+// columns (head · D) fall on whole blocks: in groups of heads when D is smaller than the block.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +17,20 @@
 
 #include "common/status.h"
 #include "model/model_config.h"
+#include "model/weight_source.h"
 
 namespace tpserve {
+
+// The column block of each row-parallel weight, from its stored type (DTypeBlockElems: 1 for float
+// types, 32, 256 for K-quants), the largest over the layers.
+struct RowParallelBlocks {
+  int64_t attn_output = 1;
+  int64_t ffn_down = 1;
+  std::string attn_output_type = "F32";  // the type that sets each block, for error messages
+  std::string ffn_down_type = "F32";
+  // Of the blk.N.attn_output.weight and blk.N.ffn_down.weight tensors of `weights` (absent ones ignored).
+  static RowParallelBlocks Of(const WeightSource& weights, int num_layers);
+};
 
 struct ShardPlan {
   int tp_rank = 0;
@@ -32,9 +48,11 @@ struct ShardPlan {
   int64_t vocab_begin = 0;  // vocabulary rows [vocab_begin, vocab_end) of vocab_size
   int64_t vocab_end = 0;
 
-  // INVALID_ARGUMENT when tp_size is not in [1, num_heads] or tp_rank not in [0, tp_size), or the config
-  // is inconsistent (num_kv_heads not dividing num_heads).
-  static StatusOr<ShardPlan> Make(const ModelConfig& config, int tp_rank, int tp_size);
+  // INVALID_ARGUMENT when tp_size is not in [1, num_heads] or tp_rank not in [0, tp_size), when the
+  // heads cannot be split into tp_size ranges on attn_output's blocks (the message says which type
+  // and block), or the config is inconsistent (num_kv_heads not dividing num_heads).
+  static StatusOr<ShardPlan> Make(const ModelConfig& config, int tp_rank, int tp_size,
+                                  const RowParallelBlocks& blocks = {});
 
   int num_heads() const { return head_end - head_begin; }           // H
   int num_kv_heads() const { return kv_head_end - kv_head_begin; }  // Hkv

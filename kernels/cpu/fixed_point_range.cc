@@ -2,20 +2,38 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "common/dtype.h"
+#include "common/quant_block.h"
 #include "kernels/cpu/matmul_fixed_point.h"
 
 namespace tpserve {
 namespace {
 
-// An upper bound of |w| over block b of one quantised row: |d| times the largest stored |q|
-// (Q8_0: -128..127, Q4_0: -8..7, Q4_1: 0..15), plus Q4_1's |m|.
+// The largest |q| a type stores (QuantBlock::q, offsets removed).
+float MaxAbsQuant(DType type) {
+  switch (type) {
+    case DType::kQ8_0: return 128.0f;
+    case DType::kQ4_0: return 8.0f;
+    case DType::kQ5_0: return 16.0f;
+    case DType::kQ4_1: case DType::kQ4_K: return 15.0f;
+    case DType::kQ5_1: case DType::kQ5_K: return 31.0f;
+    case DType::kQ2_K: return 3.0f;
+    case DType::kQ3_K: return 4.0f;
+    default: return 32.0f;  // Q6_K
+  }
+}
+
+// An upper bound, from the block header alone, of each of the block's terms per unit of activation:
+// |d| · max|scale| times the largest stored |q|, plus the offset |m| or Q2_K's |dmin| · max min (the
+// separate minimum terms are bounded too, not only their sum with the scaled term).
 float BlockBound(DType type, const uint8_t* row, int64_t b) {
-  if (type == DType::kQ8_0) return std::fabs(Fp16ToF32(reinterpret_cast<const BlockQ8_0*>(row)[b].d)) * 128.0f;
-  if (type == DType::kQ4_0) return std::fabs(Fp16ToF32(reinterpret_cast<const BlockQ4_0*>(row)[b].d)) * 8.0f;
-  const BlockQ4_1& blk = reinterpret_cast<const BlockQ4_1*>(row)[b];
-  return std::fabs(Fp16ToF32(blk.d)) * 15.0f + std::fabs(Fp16ToF32(blk.m));
+  QuantBlock blk;
+  DecodeQuantBlock(type, row, b, &blk);
+  const float scale = static_cast<float>(std::max(std::abs(blk.scale[0]), std::abs(blk.scale[1])));
+  const float min = static_cast<float>(std::max(blk.min[0], blk.min[1]));
+  return std::fabs(blk.d) * scale * MaxAbsQuant(type) + std::fabs(blk.m) + std::fabs(blk.dmin) * min;
 }
 
 }  // namespace

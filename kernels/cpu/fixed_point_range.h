@@ -2,7 +2,8 @@
 // that every term and partial sum it will form stays inside the exact range, ±2^18.
 //
 // Built once per weight matrix: col_bound[k] ≥ |w[r, k]| for every row r — for quantised weights
-// from the block headers alone (|d|·max|q| + |m|, which also covers Q4_1's separate minimum term).
+// from the block headers alone (|d|·max|scale|·max|q| + |m| + |dmin|·max min, which also covers the
+// separate minimum terms of Q4_1, Q5_1 and the K-quants).
 // Per call, each token's bound is Σ_k col_bound[k] · (|x[t, k]| + slack), slack being the
 // activation rounding of quantised weights (max|x| of the block / 254) and 0 for float weights.
 // That bounds |y[t, r]| and every partial of it for every row; a factor 2 of margin covers the f32

@@ -1,5 +1,5 @@
 // Matrix multiply of activations by a weight matrix kept in its stored type (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_1): prefill's matrix-matrix shape and decode's matrix-vector shape.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K): prefill's matrix-matrix shape and decode's matrix-vector shape.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace tpserve {
 // Batch invariant: the summation order of every y[t, r] depends only on w.cols, never on T,
 // the thread count or the other rows of x, so a token's result is bitwise the same in any batch.
 // Quantised weights are never expanded in memory: activations are quantised to Q8 blocks per
-// token and dotted with integer arithmetic (Q8_0/Q4_0/Q4_1), as ggml does.
+// token and dotted with integer arithmetic per 32-value block (K-quants per 32-value group), as ggml does.
 void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool);
 
 }  // namespace tpserve

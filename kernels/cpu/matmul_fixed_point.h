@@ -6,11 +6,13 @@
 // The columns are taken in chunks — the 32-element quantisation block for quantised weights,
 // 16 columns for float weights — and each chunk's contribution is rounded to nearest (ties to even)
 // into integers:
-//   quantised: one term per block, RNE(f32(Σ_j qw[j]·qa[j]) · f32(d_w·2^32·d_a) [+ f32(m·2^32·Σa), Q4_1]),
-//              the integer dot exact (|Σ| < 2^20, so its f32 is exact too);
+//   quantised: one term per 32-value block, RNE(f32(Σ_j scale_h·qw[j]·qa[j]) · f32(d_w·2^32·d_a)
+//              [+ f32(m·2^32·Σa), offset types] [+ f32(Σ_j min_h·qa[j]) · f32(−dmin·2^32·d_a), Q2_K]),
+//              the integer dots exact (|Σ| < 2^24, so their f32 is exact too; simd/matmul_quant.cc);
 //   float:     8 terms per chunk at c, i < 8: RNE(fma(w[c+8+i], x[c+8+i]·2^32, w[c+i] · (x[c+i]·2^32))).
 // Integer addition is exact and order-free, so a matrix split into column ranges at chunk
-// boundaries (multiples of 32 columns, or of 16 for float weights), multiplied piecewise and summed
+// boundaries (multiples of 32 columns, or of 16 for float weights; a K-quant's data can only be
+// sliced at its 256-value super-blocks), multiplied piecewise and summed
 // as int64 — on one rank or across ranks, in any order — equals the whole matrix's result bit for
 // bit. Every instruction path (AVX-512, AVX2, portable) gives the same integers, and like MatMul
 // the result is batch invariant.

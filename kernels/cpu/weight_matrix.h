@@ -8,7 +8,8 @@
 namespace tpserve {
 
 // [rows = out_features, cols = in_features], row-major; row r starts at
-// data + r * DTypeRowBytes(type, cols). For quantised types cols is a multiple of 32.
+// data + r * DTypeRowBytes(type, cols). For quantised types cols is a multiple of the type's block
+// (DTypeBlockElems: 32, or 256 for K-quants).
 struct WeightMatrix {
   DType type = DType::kF32;
   int64_t rows = 0;

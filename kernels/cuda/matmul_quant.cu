@@ -1,8 +1,10 @@
-// Quantised weights (Q8_0 / Q4_0 / Q4_1) times Q8-quantised activations. One warp per (row, group
-// of up to kTokensPerWarp tokens): lane l takes blocks l, l + 32, ... of the row, unpacks each weight
-// block into 32 int8 once, and takes its exact integer dot product (dp4a) with every token's
-// activation block; each token accumulates d_w·d_a·Σ in f32 in block order, then the warp sums the
-// lanes in a fixed shuffle tree. The work of a (row, token) never depends on T or its group.
+// Quantised weights (every quantised type, K-quants in their 32-value groups) times Q8-quantised
+// activations. One warp per (row, group of up to kTokensPerWarp tokens): lane l takes blocks l, l + 32,
+// ... of the row, unpacks each weight block into 32 int8 once (DecodeBlock), and takes its exact integer
+// dot product (dp4a) with every token's activation block, per half of 16 values scaled by the half's
+// integer scale (Q2_K, Q3_K, Q6_K); each token accumulates d_w·d_a·Σ (− dmin·d_a·Σ min·a, Q2_K) in f32 in
+// block order, the offset types m·Σa beside it, then the warp sums the lanes in a fixed shuffle tree.
+// The work of a (row, token) never depends on T or its group.
 #include "common/check.h"
 #include "common/dtype.h"
 #include "kernels/cuda/block_reduce.cuh"
@@ -20,38 +22,13 @@ __device__ __forceinline__ int Pack4(int a, int b, int c, int d) {
   return (a & 0xff) | ((b & 0xff) << 8) | ((c & 0xff) << 16) | ((d & 0xff) << 24);
 }
 
-// Weight block b of a row as 8 words of 4 int8 in element order; d (and m for Q4_1) its scales.
+// Weight block b of a row as 8 words of 4 int8 in element order (words 0..3: the first half), with
+// its scales.
 template <DType kType>
-__device__ __forceinline__ void LoadWeightBlock(const uint8_t* row, int64_t b, int (&q)[8], float* d, float* m) {
-  auto u16 = [](const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); };
-  if constexpr (kType == DType::kQ8_0) {
-    const uint8_t* blk = row + b * sizeof(BlockQ8_0);
-    *d = HalfBitsToFloat(u16(blk));
-    const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
+__device__ __forceinline__ void LoadWeightBlock(const uint8_t* row, int64_t b, int (&q)[8], DeviceQuantBlock* blk) {
+  DecodeBlock<kType>(row, b, blk);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) q[i] = Pack4(qs[4 * i], qs[4 * i + 1], qs[4 * i + 2], qs[4 * i + 3]);
-  } else {
-    const uint8_t* qs;
-    int offset = 0;
-    if constexpr (kType == DType::kQ4_0) {
-      const uint8_t* blk = row + b * sizeof(BlockQ4_0);
-      *d = HalfBitsToFloat(u16(blk));
-      qs = blk + 2;
-      offset = 8;
-    } else {
-      const uint8_t* blk = row + b * sizeof(BlockQ4_1);
-      *d = HalfBitsToFloat(u16(blk));
-      *m = HalfBitsToFloat(u16(blk + 2));
-      qs = blk + 4;
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {  // elements 0..15: low nibbles; 16..31: high nibbles
-      q[i] = Pack4((qs[4 * i] & 0xf) - offset, (qs[4 * i + 1] & 0xf) - offset, (qs[4 * i + 2] & 0xf) - offset,
-                   (qs[4 * i + 3] & 0xf) - offset);
-      q[i + 4] = Pack4((qs[4 * i] >> 4) - offset, (qs[4 * i + 1] >> 4) - offset, (qs[4 * i + 2] >> 4) - offset,
-                       (qs[4 * i + 3] >> 4) - offset);
-    }
-  }
+  for (int i = 0; i < 8; ++i) q[i] = Pack4(blk->q[4 * i], blk->q[4 * i + 1], blk->q[4 * i + 2], blk->q[4 * i + 3]);
 }
 
 template <DType kType>
@@ -67,24 +44,34 @@ __global__ void QuantGemmKernel(const uint8_t* w, int64_t rows, int64_t cols, in
   float acc[kTokensPerWarp], acc_min[kTokensPerWarp];
 #pragma unroll
   for (int t = 0; t < kTokensPerWarp; ++t) acc[t] = acc_min[t] = 0.0f;
+  constexpr MinKind kMin = MinKindOf(kType);
   for (int64_t b = lane; b < num_blocks; b += 32) {
     int q[8];
-    float d = 0.0f, m = 0.0f;
-    LoadWeightBlock<kType>(row, b, q, &d, &m);
+    DeviceQuantBlock blk;
+    LoadWeightBlock<kType>(row, b, q, &blk);
 #pragma unroll
     for (int t = 0; t < kTokensPerWarp; ++t) {
       if (t >= nt) break;
       const BlockQ8Act& a = x[(t0 + t) * num_blocks + b];
       const int2* aq = reinterpret_cast<const int2*>(a.qs);  // 8-byte aligned: qs sits at offset 8 of 40
-      int sum = 0;
+      int half_sum[2] = {0, 0}, half_act[2] = {0, 0};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int2 v = aq[i];
-        sum = __dp4a(q[2 * i], v.x, sum);
-        sum = __dp4a(q[2 * i + 1], v.y, sum);
+        half_sum[i / 2] = __dp4a(q[2 * i], v.x, half_sum[i / 2]);
+        half_sum[i / 2] = __dp4a(q[2 * i + 1], v.y, half_sum[i / 2]);
+        if constexpr (kMin == MinKind::kHalves) {
+          half_act[i / 2] = __dp4a(0x01010101, v.x, half_act[i / 2]);
+          half_act[i / 2] = __dp4a(0x01010101, v.y, half_act[i / 2]);
+        }
       }
-      acc[t] = __fadd_rn(acc[t], __fmul_rn(static_cast<float>(sum), __fmul_rn(d, a.d)));
-      if constexpr (kType == DType::kQ4_1) acc_min[t] = __fadd_rn(acc_min[t], __fmul_rn(m, a.sum));
+      const int sum = half_sum[0] * blk.scale[0] + half_sum[1] * blk.scale[1];
+      acc[t] = __fadd_rn(acc[t], __fmul_rn(static_cast<float>(sum), __fmul_rn(blk.d, a.d)));
+      if constexpr (kMin == MinKind::kHalves) {
+        const int min_sum = half_act[0] * blk.min[0] + half_act[1] * blk.min[1];
+        acc[t] = __fsub_rn(acc[t], __fmul_rn(static_cast<float>(min_sum), __fmul_rn(blk.dmin, a.d)));
+      }
+      if constexpr (kMin == MinKind::kOffset) acc_min[t] = __fadd_rn(acc_min[t], __fmul_rn(blk.m, a.sum));
     }
   }
 #pragma unroll
@@ -111,16 +98,20 @@ void QuantMatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
   const auto* data = static_cast<const uint8_t*>(w.data);
   const int64_t row_bytes = DTypeRowBytes(w.type, w.cols);
   const int threads = 32 * kWarpsPerBlock;
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, threads, 0, stream>>>(data, w.rows, w.cols, row_bytes, act, num_tokens, y);
+  };
   switch (w.type) {
-    case DType::kQ8_0:
-      QuantGemmKernel<DType::kQ8_0><<<grid, threads, 0, stream>>>(data, w.rows, w.cols, row_bytes, act, num_tokens, y);
-      break;
-    case DType::kQ4_0:
-      QuantGemmKernel<DType::kQ4_0><<<grid, threads, 0, stream>>>(data, w.rows, w.cols, row_bytes, act, num_tokens, y);
-      break;
-    case DType::kQ4_1:
-      QuantGemmKernel<DType::kQ4_1><<<grid, threads, 0, stream>>>(data, w.rows, w.cols, row_bytes, act, num_tokens, y);
-      break;
+    case DType::kQ8_0: launch(QuantGemmKernel<DType::kQ8_0>); break;
+    case DType::kQ4_0: launch(QuantGemmKernel<DType::kQ4_0>); break;
+    case DType::kQ4_1: launch(QuantGemmKernel<DType::kQ4_1>); break;
+    case DType::kQ5_0: launch(QuantGemmKernel<DType::kQ5_0>); break;
+    case DType::kQ5_1: launch(QuantGemmKernel<DType::kQ5_1>); break;
+    case DType::kQ2_K: launch(QuantGemmKernel<DType::kQ2_K>); break;
+    case DType::kQ3_K: launch(QuantGemmKernel<DType::kQ3_K>); break;
+    case DType::kQ4_K: launch(QuantGemmKernel<DType::kQ4_K>); break;
+    case DType::kQ5_K: launch(QuantGemmKernel<DType::kQ5_K>); break;
+    case DType::kQ6_K: launch(QuantGemmKernel<DType::kQ6_K>); break;
     default:
       CHECK(false) << "QuantMatMul of non-quantised " << DTypeName(w.type);
   }

@@ -59,7 +59,7 @@ void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, i
                   int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache, cudaStream_t stream);
 
 // y[T, w.rows] = x[T, w.cols] · wᵀ. F32/F16/BF16 go through cublasGemmEx (F16/BF16 activations
-// are rounded to the weight type first, f32 accumulation); Q8_0/Q4_0/Q4_1 through QuantMatMul.
+// are rounded to the weight type first, f32 accumulation); quantised types through QuantMatMul.
 // `cublas` must be bound to `stream` (cublasSetStream) by the caller.
 void MatMul(cublasHandle_t cublas, const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
             cudaStream_t stream);
@@ -68,7 +68,7 @@ void MatMul(cublasHandle_t cublas, const WeightMatrix& w, const float* x, int64_
 // integers, scales and sums). x: [T, cols] (cols a multiple of 32), out: [T, cols / 32]
 void QuantizeActivations(const float* x, int64_t num_tokens, int64_t cols, BlockQ8Act* out, cudaStream_t stream);
 
-// Quantised weights (Q8_0/Q4_0/Q4_1) times activations quantised as above: exact integer dot
+// Quantised weights (every quantised type) times activations quantised as above: exact integer dot
 // products per 32-block (as on the CPU), f32 accumulation in a fixed order per (row, token) that
 // does not depend on T, so it is batch invariant. Takes a stream-ordered scratch allocation for
 // the activation blocks.

@@ -15,9 +15,12 @@ rm -rf "$corpus" && mkdir -p "$corpus"/{gguf,safetensors,json,tokenizer_json,cha
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 shape=(--preset tiny --layers 1 --hidden 32 --heads 2 --kv-heads 1 --ffn 32 --vocab 300)
-for type in f16 q8_0 q4_0 q4_1; do
+for type in f16 q8_0 q4_0 q4_1 q5_1; do
   "$release_build/model/tpserve-mkmodel" --out "$corpus/gguf/tiny-$type.gguf" --type "$type" "${shape[@]}" >/dev/null
 done
+# K-quants need rows of whole 256-value super-blocks: a Q4_K_M mix (Q4_K, Q6_K, and the Q5_0 fallback of ffn_down).
+"$release_build/model/tpserve-mkmodel" --out "$corpus/gguf/tiny-q4_k_m.gguf" --type q4_k_m --preset tiny --layers 1 \
+  --hidden 256 --heads 2 --kv-heads 1 --ffn 32 --vocab 300 >/dev/null
 "$release_build/model/tpserve-mkmodel" --out "$tmp/hf" --format safetensors "${shape[@]}" >/dev/null
 cp "$tmp/hf/model.safetensors" "$corpus/safetensors/tiny.safetensors"
 cp "$tmp/hf/config.json" "$corpus/json/config.json"

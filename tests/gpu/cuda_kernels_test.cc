@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -141,8 +142,9 @@ TEST(CudaKernelsTest, GeluTanhMulAddBiasAndScaleMatchCpu) {
 TEST(CudaKernelsTest, EmbeddingMatchesCpuForEveryType) {
   REQUIRE_GPU();
   std::mt19937 rng(4);
-  const int64_t rows = 10, cols = 64;
-  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  const int64_t rows = 10;
+  for (DType type : kSupportedDTypes) {
+    const int64_t cols = std::max<int64_t>(64, DTypeBlockElems(type));
     const auto src = Random(rows * cols, &rng);
     const int64_t row_bytes = DTypeRowBytes(type, cols);
     std::vector<uint8_t> bytes(rows * row_bytes);
@@ -164,8 +166,9 @@ TEST(CudaKernelsTest, MatMulMatchesCpuForEveryTypeAndQuantIsBatchInvariant) {
   cublasHandle_t cublas;
   CUBLAS_CHECK(cublasCreate(&cublas));
   ThreadPool pool(2);
-  const int64_t rows = 37, cols = 576, T = 7;
-  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  const int64_t rows = 37, T = 7;
+  for (DType type : kSupportedDTypes) {
+    const int64_t cols = IsKQuant(type) ? 768 : 576;
     const auto src = Random(rows * cols, &rng);
     const int64_t row_bytes = DTypeRowBytes(type, cols);
     std::vector<uint8_t> bytes(rows * row_bytes);
@@ -308,7 +311,8 @@ TEST(CudaKernelsTest, QuantMatMulMatchesCpuToAccumulationOrder) {
   std::mt19937 rng(12);
   ThreadPool pool(2);
   const int64_t rows = 41, cols = 1536, T = 19;  // T spans several token groups of a warp
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  for (DType type : kSupportedDTypes) {
+    if (!IsQuantized(type)) continue;
     const auto src = Random(rows * cols, &rng);
     const int64_t row_bytes = DTypeRowBytes(type, cols);
     std::vector<uint8_t> bytes(rows * row_bytes);

@@ -22,7 +22,7 @@ using testing::MakeTestWeights;
 using testing::RandomActivations;
 using testing::TestWeights;
 
-const DType kAllTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1};
+using testing::FitCols;
 
 // Runs fn() with the kernels at `isa`, then restores the level that was active.
 template <class Fn>
@@ -50,10 +50,10 @@ class IsaEqualityTest : public ::testing::TestWithParam<Isa> {
 TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
   std::mt19937 rng(2024);
   ThreadPool pool(2);
-  for (DType type : kAllTypes) {
+  for (DType type : kSupportedDTypes) {
     const bool quantized = IsQuantized(type);
     const std::vector<int64_t> float_cols = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1001};
-    const std::vector<int64_t> quant_cols = {32, 64, 96, 576};
+    const std::vector<int64_t> quant_cols = FitCols(type, {32, 64, 96, 576});
     for (int64_t cols : quantized ? quant_cols : float_cols) {
       for (int64_t rows : {1, 3, 7, 37}) {
         for (int64_t num_tokens : {1, 2, 3, 5, 17}) {
@@ -71,11 +71,39 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
   }
 }
 
+// Quantised weights of random bytes: every packing and scale pattern (Q6_K's scale −128, Q3_K's
+// high bits, Q2_K's minimums ...), through both reductions.
+TEST_P(IsaEqualityTest, RandomBlockBytesEqualPortableBitwise) {
+  std::mt19937 rng(31);
+  ThreadPool pool(2);
+  for (DType type : kSupportedDTypes) {
+    if (!IsQuantized(type)) continue;
+    const int64_t cols = FitCols(type, 512), rows = 7;
+    for (int64_t num_tokens : {1, 3, 6}) {
+      const testing::TestWeights w = testing::RandomBlockWeights(type, rows, cols, &rng);
+      const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+      std::vector<float> want(num_tokens * rows), got(num_tokens * rows);
+      std::vector<int64_t> want_fixed(num_tokens * rows), got_fixed(num_tokens * rows);
+      RunAt(Isa::kPortable, [&] {
+        MatMul(w.matrix(), x.data(), num_tokens, want.data(), &pool);
+        MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want_fixed.data(), &pool);
+      });
+      RunAt(GetParam(), [&] {
+        MatMul(w.matrix(), x.data(), num_tokens, got.data(), &pool);
+        MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got_fixed.data(), &pool);
+      });
+      ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " T " << num_tokens;
+      ASSERT_TRUE(BitwiseEqual(want_fixed, got_fixed)) << DTypeName(type) << " T " << num_tokens;
+      testing::ExpectMatchesFloat64Reference(w, x, num_tokens, want);
+    }
+  }
+}
+
 TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);
-  for (DType type : kAllTypes) {
-    const int64_t cols = IsQuantized(type) ? 96 : 37;
+  for (DType type : kSupportedDTypes) {
+    const int64_t cols = IsQuantized(type) ? FitCols(type, 96) : 37;
     for (int64_t num_tokens : {1, 4, 9}) {
       const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
       const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);

@@ -52,9 +52,10 @@ std::vector<int64_t> Fixed(const TestWeights& w, const std::vector<float>& x, in
   return y;
 }
 
-const DType kAllTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1};
+using testing::FitCols;
 
-// Random split points on chunk boundaries (32 columns; 16 for float weights), at least one chunk apart.
+// Random split points on chunk boundaries (32 columns, 256 for K-quants whose data splits only at
+// super-blocks; 16 for float weights), at least one chunk apart.
 std::vector<int64_t> RandomSplit(int64_t cols, int64_t chunk, int pieces, std::mt19937* rng) {
   const int64_t num_chunks = (cols + chunk - 1) / chunk;
   std::vector<int64_t> bounds = {0};
@@ -69,10 +70,12 @@ std::vector<int64_t> RandomSplit(int64_t cols, int64_t chunk, int pieces, std::m
 
 TEST(MatMulFixedPointTest, ColumnSplitsSumToTheWholeMatrixBitForBit) {
   std::mt19937 rng(2024);
-  for (DType type : kAllTypes) {
-    const int64_t chunk = IsQuantized(type) ? 32 : 16;
+  for (DType type : kSupportedDTypes) {
+    const int64_t chunk = IsQuantized(type) ? DTypeBlockElems(type) : 16;
     // Float widths include a tail chunk (200 = 12·16 + 8) on the last piece.
-    for (int64_t cols : IsQuantized(type) ? std::vector<int64_t>{320, 576} : std::vector<int64_t>{200, 576}) {
+    for (int64_t cols : IsKQuant(type)    ? std::vector<int64_t>{1024, 1536}
+                        : IsQuantized(type) ? std::vector<int64_t>{320, 576}
+                                            : std::vector<int64_t>{200, 576}) {
       for (int64_t rows : {1, 7, 37}) {
         for (int64_t num_tokens : {1, 3, 7}) {
           for (int pieces : {2, 3, 4}) {
@@ -102,8 +105,8 @@ TEST(MatMulFixedPointTest, ColumnSplitsSumToTheWholeMatrixBitForBit) {
 // in matmul_test), and the fixed-point rounding (half a unit, 2^-33, per term: ≤ cols terms).
 TEST(MatMulFixedPointTest, MatchesFloat64Reference) {
   std::mt19937 rng(77);
-  for (DType type : kAllTypes) {
-    for (int64_t cols : {32, 96, 576, 1536}) {
+  for (DType type : kSupportedDTypes) {
+    for (int64_t cols : FitCols(type, {32, 96, 576, 1536})) {
       for (int64_t rows : {1, 7, 37}) {
         for (int64_t num_tokens : {1, 3, 7}) {
           if (cols == 1536 && rows > 7) continue;  // keep the test fast
@@ -123,8 +126,8 @@ TEST(MatMulFixedPointTest, MatchesFloat64Reference) {
 // Row t of a batch equals the T=1 call on that row alone, for 1, 2 and 3 threads, bit for bit.
 TEST(MatMulFixedPointTest, BatchAndThreadInvariant) {
   std::mt19937 rng(42);
-  for (DType type : kAllTypes) {
-    const int64_t rows = 37, cols = 320;
+  for (DType type : kSupportedDTypes) {
+    const int64_t rows = 37, cols = FitCols(type, 320);
     const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
     const int64_t num_tokens = 7;
     const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
@@ -159,7 +162,7 @@ TEST(MatMulFixedPointTest, ToFloatRoundsOnce) {
 // wrap-around); scaled past it, or non-finite, they are refused.
 TEST(FixedPointRangeTest, AdmitsWhatStaysExactAndRefusesTheRest) {
   std::mt19937 rng(9);
-  for (DType type : kAllTypes) {
+  for (DType type : kSupportedDTypes) {
     const int64_t rows = 9, cols = 256, num_tokens = 3;
     const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
     const FixedPointRange range(w.matrix());

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,53 @@ inline TestWeights MakeTestWeights(DType type, int64_t rows, int64_t cols, std::
     DequantizeRow(type, w.bytes.data() + r * row_bytes, w.dequant.data() + r * cols, cols);
   }
   return w;
+}
+
+// Weights whose blocks are random bytes (every packing, sign and scale pattern a file can hold,
+// not only what QuantizeRow writes), with each fp16 scale field set to a random finite value of
+// magnitude 2^-10..2^-4. REQUIRES: IsQuantized(type).
+inline TestWeights RandomBlockWeights(DType type, int64_t rows, int64_t cols, std::mt19937* rng) {
+  TestWeights w{type, rows, cols, {}, {}};
+  const int64_t row_bytes = DTypeRowBytes(type, cols);
+  w.bytes.resize(rows * row_bytes);
+  for (uint8_t& b : w.bytes) b = static_cast<uint8_t>((*rng)() & 0xff);
+  std::uniform_real_distribution<float> mag(-10.0f, -4.0f);
+  auto scale = [&](uint16_t* field) { *field = F32ToFp16(((*rng)() & 1 ? -1.0f : 1.0f) * std::exp2(mag(*rng))); };
+  const int64_t num_blocks = rows * cols / DTypeBlockElems(type);
+  for (int64_t i = 0; i < num_blocks; ++i) {
+    uint8_t* p = w.bytes.data() + i * DTypeBlockBytes(type);
+    switch (type) {
+      case DType::kQ8_0: scale(&reinterpret_cast<BlockQ8_0*>(p)->d); break;
+      case DType::kQ4_0: scale(&reinterpret_cast<BlockQ4_0*>(p)->d); break;
+      case DType::kQ4_1: scale(&reinterpret_cast<BlockQ4_1*>(p)->d), scale(&reinterpret_cast<BlockQ4_1*>(p)->m); break;
+      case DType::kQ5_0: scale(&reinterpret_cast<BlockQ5_0*>(p)->d); break;
+      case DType::kQ5_1: scale(&reinterpret_cast<BlockQ5_1*>(p)->d), scale(&reinterpret_cast<BlockQ5_1*>(p)->m); break;
+      case DType::kQ2_K: scale(&reinterpret_cast<BlockQ2_K*>(p)->d), scale(&reinterpret_cast<BlockQ2_K*>(p)->dmin); break;
+      case DType::kQ3_K: scale(&reinterpret_cast<BlockQ3_K*>(p)->d); break;
+      case DType::kQ4_K: scale(&reinterpret_cast<BlockQ4_K*>(p)->d), scale(&reinterpret_cast<BlockQ4_K*>(p)->dmin); break;
+      case DType::kQ5_K: scale(&reinterpret_cast<BlockQ5_K*>(p)->d), scale(&reinterpret_cast<BlockQ5_K*>(p)->dmin); break;
+      case DType::kQ6_K: scale(&reinterpret_cast<BlockQ6_K*>(p)->d); break;
+      default: ADD_FAILURE() << "not quantised: " << DTypeName(type);
+    }
+  }
+  w.dequant.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) DequantizeRow(type, w.bytes.data() + r * row_bytes, w.dequant.data() + r * cols, cols);
+  return w;
+}
+
+// `cols` rounded up to a whole number of the type's blocks (256 for K-quants, 32 for the other quantised
+// types), and a list of widths so fitted, duplicates dropped.
+inline int64_t FitCols(DType type, int64_t cols) {
+  const int64_t block = DTypeBlockElems(type);
+  return (cols + block - 1) / block * block;
+}
+inline std::vector<int64_t> FitCols(DType type, std::initializer_list<int64_t> widths) {
+  std::vector<int64_t> out;
+  for (int64_t c : widths) {
+    const int64_t fitted = FitCols(type, c);
+    if (out.empty() || out.back() != fitted) out.push_back(fitted);
+  }
+  return out;
 }
 
 inline std::vector<float> RandomActivations(int64_t n, std::mt19937* rng) {

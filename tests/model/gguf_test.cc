@@ -413,12 +413,13 @@ TEST_F(GgufCorruptTest, OversizedStringAndArrayLengths) {
 
 // A type ggml defines but tpserve cannot compute with is a valid file: UNIMPLEMENTED, named.
 TEST_F(GgufCorruptTest, UnsupportedTypesAreUnimplementedAndNamed) {
-  for (auto [id, name] : {std::pair<uint32_t, const char*>{12, "Q4_K"}, {6, "Q5_0"}, {16, "IQ2_XXS"}, {28, "F64"}}) {
+  for (auto [id, name] : {std::pair<uint32_t, const char*>{9, "Q8_1"}, {23, "IQ4_XS"}, {16, "IQ2_XXS"}, {28, "F64"}}) {
     WriteBytes(path_, With<uint32_t>(TensorType("w.F16", 2), id));
     StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::Open(path_);
     ASSERT_EQ(f.status().code(), StatusCode::kUnimplemented) << f.status().ToString();
     const std::string expected = std::string("w.F16 has type ") + name + " (id " + std::to_string(id) +
-                                 "), which is not supported; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1";
+                                 "), which is not supported; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+                                 "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
     EXPECT_NE(f.status().message().find(expected), std::string::npos) << f.status().ToString();
   }
 }

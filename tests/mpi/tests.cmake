@@ -87,4 +87,8 @@ if(TARGET tpserve-run AND NOT TPSERVE_SANITIZE)
            COMMAND ${MPI_TEST_DIR}/../testing/ids_equality_test.sh tp $<TARGET_FILE:tpserve-run>
                    ${CMAKE_SOURCE_DIR}/models/gemma-3-270m-q4_k_m.gguf)
   set_tests_properties(tp_equality_gemma3_test PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # The same on a synthetic Q4_K_M model (K-quants and their fallbacks mixed in one file).
+  add_test(NAME quant_tp_equality_test
+           COMMAND ${MPI_TEST_DIR}/quant_tp_equality_test.sh $<TARGET_FILE:tpserve-mkmodel> $<TARGET_FILE:tpserve-run>)
+  set_tests_properties(quant_tp_equality_test PROPERTIES LABELS mpi TIMEOUT 600)
 endif()

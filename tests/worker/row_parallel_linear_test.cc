@@ -38,17 +38,17 @@ struct RankResult {
 // Rank r of a ThreadGroup holds columns [bounds[r], bounds[r + 1]) and runs Forward on its part of
 // x [T, kIn]; `bad_rank` (if any) gets a first input far outside the fixed-point range.
 std::vector<RankResult> RunSplit(const MemoryWeightSource& weights, const std::vector<int64_t>& bounds,
-                                 const std::vector<float>& x, int bad_rank = -1) {
+                                 const std::vector<float>& x, int bad_rank = -1, int64_t in = kIn) {
   const int tp = static_cast<int>(bounds.size()) - 1;
   std::vector<RankResult> results(tp);
   ThreadGroup group(tp);
   group.Run([&](Communicator& comm) {
     const int r = comm.rank();
-    StatusOr<RowParallelLinear> layer = RowParallelLinear::Load(weights, "w", kOut, kIn, bounds[r], bounds[r + 1]);
+    StatusOr<RowParallelLinear> layer = RowParallelLinear::Load(weights, "w", kOut, in, bounds[r], bounds[r + 1]);
     ASSERT_TRUE(layer.ok()) << layer.status().ToString();
     std::vector<float> mine;  // [T, in_shard]
     for (int64_t t = 0; t < kTokens; ++t) {
-      mine.insert(mine.end(), x.begin() + t * kIn + bounds[r], x.begin() + t * kIn + bounds[r + 1]);
+      mine.insert(mine.end(), x.begin() + t * in + bounds[r], x.begin() + t * in + bounds[r + 1]);
     }
     if (r == bad_rank) mine[0] = kHuge;
     ThreadPool pool(1);
@@ -76,6 +76,30 @@ TEST(RowParallelLinearTest, EveryTpDegreeAndSplitGivesTheSameBitsOnEveryRank) {
             << DTypeName(type) << ": rank " << r << " of a " << group.size() << "-way split at " << bounds[1];
       }
     }
+  }
+}
+
+// K-quants split only at their 256-value super-blocks, and there every split gives the same bits; a
+// bound inside a super-block is refused when the slice is read.
+TEST(RowParallelLinearTest, KQuantsSplitOnSuperBlocksGiveTheSameBits) {
+  constexpr int64_t kKIn = 768;
+  const std::vector<float> x = Random(kTokens * kKIn, 4);
+  for (DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    MemoryWeightSource weights;
+    weights.Add("w", type, {kOut, kKIn}, Random(kOut * kKIn, 12));
+    const std::vector<RankResult> single = RunSplit(weights, {0, kKIn}, x, -1, kKIn);
+    ASSERT_TRUE(single[0].status.ok()) << single[0].status.ToString();
+    for (const std::vector<int64_t>& bounds : std::vector<std::vector<int64_t>>{{0, 256, kKIn}, {0, 256, 512, kKIn}, {0, 0, kKIn}}) {
+      const std::vector<RankResult> group = RunSplit(weights, bounds, x, -1, kKIn);
+      for (size_t r = 0; r < group.size(); ++r) {
+        ASSERT_TRUE(group[r].status.ok()) << group[r].status.ToString();
+        EXPECT_EQ(0, std::memcmp(group[r].y.data(), single[0].y.data(), single[0].y.size() * sizeof(float)))
+            << DTypeName(type) << ": rank " << r << " of a " << group.size() << "-way split at " << bounds[1];
+      }
+    }
+    StatusOr<RowParallelLinear> inside = RowParallelLinear::Load(weights, "w", kOut, kKIn, 0, 128);
+    ASSERT_FALSE(inside.ok()) << DTypeName(type);
+    EXPECT_EQ(inside.status().code(), StatusCode::kInvalidArgument);
   }
 }
 

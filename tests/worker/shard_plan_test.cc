@@ -120,6 +120,47 @@ TEST(ShardPlanTest, VocabWithRemainders) {
   EXPECT_EQ(r2->vocab_end, 1001);
 }
 
+// A K-quant ffn_down splits only at its 256-value super-blocks: 1536 = 6 of them, 2,2,1,1 at TP 4.
+TEST(ShardPlanTest, KQuantFfnSplitsOnSuperBlocks) {
+  RowParallelBlocks blocks;
+  blocks.ffn_down = 256;
+  blocks.ffn_down_type = "Q6_K";
+  const int64_t want[] = {0, 512, 1024, 1280, 1536};
+  for (int rank = 0; rank < 4; ++rank) {
+    auto plan = ShardPlan::Make(Config(9, 3, 1536, 49152), rank, 4, blocks);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->ffn_begin, want[rank]);
+    EXPECT_EQ(plan->ffn_end, want[rank + 1]);
+  }
+  // More ranks than super-blocks: the last ranks hold no FFN columns (their partial sums are zero).
+  auto empty = ShardPlan::Make(Config(9, 3, 1536, 49152), 8, 9, blocks);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->ffn_shard(), 0);
+}
+
+// A K-quant attn_output with D = 64 splits every 4 heads: 32 heads are 8 groups, so TP 3 gets
+// 12, 12, 8 heads and TP 9 is refused with a message naming the type and the block.
+TEST(ShardPlanTest, KQuantAttnOutputSplitsInHeadGroups) {
+  RowParallelBlocks blocks;
+  blocks.attn_output = 256;
+  blocks.attn_output_type = "Q4_K";
+  const ModelConfig config = Config(32, 8, 4096, 1000);
+  const int want[] = {0, 12, 24, 32};
+  for (int rank = 0; rank < 3; ++rank) {
+    auto plan = ShardPlan::Make(config, rank, 3, blocks);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->head_begin, want[rank]);
+    EXPECT_EQ(plan->head_end, want[rank + 1]);
+    EXPECT_EQ(plan->q_row_begin() % 256, 0);
+  }
+  auto refused = ShardPlan::Make(config, 0, 9, blocks);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  const std::string message = refused.status().message();
+  for (const char* part : {"Q4_K", "256-value blocks", "every 4 heads", "at most 8 ranks"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
 TEST(ShardPlanTest, RejectsBadDegrees) {
   const ModelConfig config = Config(9, 3, 1536, 49152);
   EXPECT_EQ(ShardPlan::Make(config, 0, 0).status().code(), StatusCode::kInvalidArgument);

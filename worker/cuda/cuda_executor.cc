@@ -56,7 +56,7 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelFile& mo
 StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& config, const WeightSource& weights,
                                                              Communicator* comm, const ExecutorOptions& options) {
   CHECK(comm != nullptr);
-  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, *comm, options));
+  ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, weights, *comm, options));
 
   std::unique_ptr<CudaExecutor> executor(new CudaExecutor());
   executor->host_comm_ = comm;

@@ -1,19 +1,29 @@
-// Tiles for quantised weights (Q8_0, Q4_0, Q4_1) times Q8 activation blocks, one instruction-set
-// level: integer dot products per 32-element block in 8 lanes of 4 elements, then per block one of
-// two reductions (the Sums policies below). Integer sums are exact, so every instruction path
-// (VNNI, maddubs, scalar) gives the same lanes, and each output's reduction is the same sequence in
-// any tile, which keeps the result batch invariant.
+// Tiles for quantised weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants Q2_K..Q6_K) times Q8
+// activation blocks, one instruction-set level: integer dot products per 32-value block in 8 lanes of
+// 4 values, then per block one of two reductions (the Sums policies below). Integer sums are exact,
+// so every instruction path (VNNI, maddubs, scalar) gives the same lanes, and each output's
+// reduction is the same sequence in any tile, which keeps the result batch invariant.
+//
+// A block's values are (d · scale_h) · q + offset (common/quant_block.h): the K-quants are read in
+// their 32-value groups against the same 32-value activation blocks (ggml's Q8_K activations, 256
+// values per scale, would round the activations more coarsely). Types whose two halves of 16 carry
+// their own integer scales (Q2_K, Q3_K, Q6_K) multiply lanes 0..3 and 4..7 by them, exactly.
 //
 // MatMul's canonical order (every level): per output 8 f32 lanes from +0; block b (in order) does
-// acc[i] = fma(f32(lane_i), d_w · d_a, acc[i]); Q4_1 also does acc_min += m_w · sum_a (no fma);
-// y = Fold8(acc) + acc_min (canonical_sum.h). AVX2 and AVX-512 run it in one ymm register (the
-// AVX-512 level only swaps maddubs for VNNI, same integers); the portable level in 8 scalars.
-// MatMulFixedPoint's: per block f32(Σ lanes) · (d_w·2^32 · d_a) (+ m_w·2^32 · sum_a) rounded to int64.
+// acc[i] = fma(f32(lane_i), d_w · d_a, acc[i]); Q2_K then acc[i] = fma(f32(min_i · Σa_i), −(dmin · d_a),
+// acc[i]) with Σa_i the lane's 4 activations; the offset types (Q4_1, Q5_1, Q4_K, Q5_K) also do
+// acc_min += m_w · sum_a (no fma); y = Fold8(acc) + acc_min (canonical_sum.h). AVX2 and AVX-512 run
+// it in one ymm register (the AVX-512 level only swaps maddubs for VNNI, same integers); the
+// portable level in 8 scalars.
+// MatMulFixedPoint's: per block f32(Σ lanes) · (d_w·2^32 · d_a), plus m_w·2^32 · sum_a (offset types)
+// or f32(Σ min lanes) · (−(dmin·2^32) · d_a) (Q2_K), rounded to int64. Every Σ stays below 2^24
+// (Q6_K's largest: 32 · 32 · 127 · 128), so its f32 is exact.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "common/dtype.h"
+#include "common/quant_block.h"
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -22,19 +32,11 @@
 
 #if TPSERVE_FIXED_POINT_AVX2
 #define TPSERVE_QUANT_AVX2 1
-#include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/quant_unpack.h"
 #endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
-
-inline float Half(uint16_t h) {
-#if TPSERVE_QUANT_AVX2
-  return _cvtsh_ss(h);
-#else
-  return Fp16ToF32(h);
-#endif
-}
 
 #if TPSERVE_QUANT_AVX2
 // Eight int32 lanes, lane i = Σ_{j<4} u[4i+j] * s[4i+j] for unsigned u and signed s bytes.
@@ -48,38 +50,25 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 // Signed × signed through the sign trick: |w| · (a with w's sign).
 inline __m256i DotS8S8(__m256i w, __m256i a) { return DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
 
-// 16 packed bytes → 32 nibbles in element order (low nibbles are elements 0..15).
-inline __m256i UnpackNibbles(const uint8_t* qs) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i m = _mm_set1_epi8(0x0f);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-// One weight block, unpacked for the dot with any number of tokens.
-struct WeightBlock {
-  __m256i q;   // Q8_0, Q4_0: signed values; Q4_1: unsigned nibbles
-  float d;
-  float m;     // Q4_1 only
-};
-
+// Bytes of 256 values of a type: one super-block, or 8 blocks of 32.
 template <DType kType>
-inline WeightBlock LoadBlock(const uint8_t* row, int64_t b) {
-  WeightBlock wb{};
-  if constexpr (kType == DType::kQ8_0) {
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-    wb.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-    wb.d = Half(blk->d);
-  } else if constexpr (kType == DType::kQ4_0) {
-    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
-    wb.q = _mm256_sub_epi8(UnpackNibbles(blk->qs), _mm256_set1_epi8(8));
-    wb.d = Half(blk->d);
-  } else {
-    const auto* blk = reinterpret_cast<const BlockQ4_1*>(row) + b;
-    wb.q = UnpackNibbles(blk->qs);
-    wb.d = Half(blk->d);
-    wb.m = Half(blk->m);
-  }
-  return wb;
+constexpr int64_t kBytesPer256 = kType == DType::kQ8_0   ? 8 * sizeof(BlockQ8_0)
+                                 : kType == DType::kQ4_0 ? 8 * sizeof(BlockQ4_0)
+                                 : kType == DType::kQ4_1 ? 8 * sizeof(BlockQ4_1)
+                                 : kType == DType::kQ5_0 ? 8 * sizeof(BlockQ5_0)
+                                 : kType == DType::kQ5_1 ? 8 * sizeof(BlockQ5_1)
+                                 : kType == DType::kQ2_K ? sizeof(BlockQ2_K)
+                                 : kType == DType::kQ3_K ? sizeof(BlockQ3_K)
+                                 : kType == DType::kQ4_K ? sizeof(BlockQ4_K)
+                                 : kType == DType::kQ5_K ? sizeof(BlockQ5_K)
+                                                         : sizeof(BlockQ6_K);
+
+// The block's integer dot with one token's activations, lanes scaled by the half scales.
+template <DType kType>
+inline __m256i BlockLanes(const WeightBlock& wb, __m256i aq) {
+  __m256i dot = IsUnsignedQuant(kType) ? DotU8S8(wb.q, aq) : DotS8S8(wb.q, aq);
+  if constexpr (HasHalfScales(kType)) dot = _mm256_mullo_epi32(dot, wb.lane_scale);
+  return dot;
 }
 
 // Four vectors of 8 int32 lanes → their four lane totals, exact: [Σa, Σb, Σc, Σd].
@@ -103,11 +92,11 @@ inline __m128 Gather4(const WeightBlock (&wb)[NR], float WeightBlock::*field) {
 }
 
 // The two reductions of a tile's NR × NT outputs, fed per block: SetBlock with the NR weight
-// blocks, then per token AddToken with the NR integer dots and the activation block (kMin: Q4_1's
-// minimum term too). Splitting an output's operations across methods changes no rounding: each
+// blocks, then per token AddToken with the NR integer dots (and, for Q2_K, the NR minimum lanes) and
+// the activation block. Splitting an output's operations across methods changes no rounding: each
 // output's own sequence is what it is.
-// MatMul's: per output one f32 accumulator of 8 lanes, block after block, then a fixed tree;
-// Q4_1's minimum term in an f32 beside it.
+// MatMul's: per output one f32 accumulator of 8 lanes, block after block, then a fixed tree; the
+// offset types' minimum term in an f32 beside it.
 template <int NR, int NT>
 struct FloatSums {
   using Out = float;
@@ -122,24 +111,29 @@ struct FloatSums {
     for (int r = 0; r < NR; ++r) {
       d[r] = wb[r].d;
       m[r] = wb[r].m;
+      dmin[r] = wb[r].dmin;
     }
   }
-  template <bool kMin>
-  void AddToken(int t, const __m256i (&dot)[NR], const BlockQ8Act& a) {
+  template <MinKind kMin>
+  void AddToken(int t, const __m256i (&dot)[NR], const __m256i (&min_dot)[NR], const BlockQ8Act& a) {
     for (int r = 0; r < NR; ++r) {
       acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_set1_ps(d[r] * a.d), acc[r][t]);
-      if constexpr (kMin) acc_min[r][t] += m[r] * a.sum;
+      if constexpr (kMin == MinKind::kHalves) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_dot[r]), _mm256_set1_ps(-(dmin[r] * a.d)), acc[r][t]);
+      }
+      if constexpr (kMin == MinKind::kOffset) acc_min[r][t] += m[r] * a.sum;
     }
   }
   float Result(int r, int t) const { return Fold8(acc[r][t]) + acc_min[r][t]; }
 
   __m256 acc[NR][NT];
-  float acc_min[NR][NT];  // Q4_1: Σ m · (d_a Σ a)
-  float d[NR], m[NR];
+  float acc_min[NR][NT];  // offset types: Σ m · (d_a Σ a)
+  float d[NR], m[NR], dmin[NR];
 };
 
 // MatMulFixedPoint's: the scales carry 2^32; per block, row r's term f32(exact dot total) · f32(d·d_a)
-// (+ m · Σa for Q4_1) is rounded into int64 lane r of a per-token vector (up to 4 rows side by side).
+// (+ m · Σa, or + f32(min total) · (−dmin·d_a)) is rounded into int64 lane r of a per-token vector
+// (up to 4 rows side by side).
 template <int NR, int NT>
 struct FixedSums {
   using Out = int64_t;
@@ -150,14 +144,15 @@ struct FixedSums {
     const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
     d = _mm_mul_ps(Gather4(wb, &WeightBlock::d), scale);
     m = _mm_mul_ps(Gather4(wb, &WeightBlock::m), scale);
+    neg_dmin = _mm_xor_ps(_mm_mul_ps(Gather4(wb, &WeightBlock::dmin), scale), _mm_set1_ps(-0.0f));
   }
-  template <bool kMin>
-  void AddToken(int t, const __m256i (&dot)[NR], const BlockQ8Act& a) {
-    __m256i rows[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int r = 0; r < NR; ++r) rows[r] = dot[r];
-    const __m128i totals = LaneTotals(rows[0], rows[1], rows[2], rows[3]);
-    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(d, _mm_set1_ps(a.d)));
-    if constexpr (kMin) terms = _mm_add_ps(terms, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+  template <MinKind kMin>
+  void AddToken(int t, const __m256i (&dot)[NR], const __m256i (&min_dot)[NR], const BlockQ8Act& a) {
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(Totals(dot)), _mm_mul_ps(d, _mm_set1_ps(a.d)));
+    if constexpr (kMin == MinKind::kOffset) terms = _mm_add_ps(terms, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+    if constexpr (kMin == MinKind::kHalves) {
+      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_cvtepi32_ps(Totals(min_dot)), _mm_mul_ps(neg_dmin, _mm_set1_ps(a.d))));
+    }
     acc[t] = _mm256_add_epi64(acc[t], RoundToFixed4(terms));
   }
   int64_t Result(int r, int t) const {
@@ -165,89 +160,106 @@ struct FixedSums {
     _mm256_store_si256(reinterpret_cast<__m256i*>(v), acc[t]);
     return v[r];
   }
+  // The NR rows' lane totals in lanes 0..NR-1.
+  static __m128i Totals(const __m256i (&lanes)[NR]) {
+    __m256i rows[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int r = 0; r < NR; ++r) rows[r] = lanes[r];
+    return LaneTotals(rows[0], rows[1], rows[2], rows[3]);
+  }
 
   __m256i acc[NT];  // lane r: row r's sum
-  __m128 d = _mm_setzero_ps(), m = _mm_setzero_ps();
+  __m128 d = _mm_setzero_ps(), m = _mm_setzero_ps(), neg_dmin = _mm_setzero_ps();
 };
 
 template <DType kType, template <int, int> class Sums, int NR, int NT>
 void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                typename Sums<NR, NT>::Out* y, int64_t y_stride) {
+  constexpr MinKind kMin = MinKindOf(kType);
   Sums<NR, NT> acc;
   const int64_t num_blocks = cols / kQuantBlock;
   for (int64_t b = 0; b < num_blocks; ++b) {
     WeightBlock wb[NR];
+    // Every 256 values, ask for the 256 after next of each row: the hardware prefetcher follows these
+    // interleaved row streams poorly (measured, 2048 x 8192 on one thread: Q4_K decode 3.0 ms without,
+    // 1.0 ms with).
+    if (b % 8 == 0) {
+      for (int r = 0; r < NR; ++r) {
+        const char* next = reinterpret_cast<const char*>(w + r * row_bytes) + (b / 8 + 2) * kBytesPer256<kType>;
+        for (int64_t off = 0; off < kBytesPer256<kType>; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+      }
+    }
     for (int r = 0; r < NR; ++r) wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
     acc.SetBlock(wb);
     for (int t = 0; t < NT; ++t) {
       const BlockQ8Act& a = reinterpret_cast<const BlockQ8Act*>(x + t * x_stride)[b];
       const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-      __m256i dot[NR];
-      for (int r = 0; r < NR; ++r) dot[r] = kType == DType::kQ4_1 ? DotU8S8(wb[r].q, aq) : DotS8S8(wb[r].q, aq);
-      acc.template AddToken<kType == DType::kQ4_1>(t, dot, a);
+      __m256i dot[NR], min_dot[NR];
+      for (int r = 0; r < NR; ++r) dot[r] = BlockLanes<kType>(wb[r], aq);
+      if constexpr (kMin == MinKind::kHalves) {
+        const __m256i sums = DotU8S8(_mm256_set1_epi8(1), aq);  // lane i: Σ of activations 4i..4i+3
+        for (int r = 0; r < NR; ++r) min_dot[r] = _mm256_mullo_epi32(sums, wb[r].lane_min);
+      }
+      acc.template AddToken<kMin>(t, dot, min_dot, a);
     }
   }
   for (int t = 0; t < NT; ++t)
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc.Result(r, t);
 }
 #else
-// Portable path: exact integer lanes (lane i = Σ_{j<4} w[4i+j]·a[4i+j], as in the SIMD paths).
+// Portable path: exact integer lanes (lane i = scale_h · Σ_{j<4} q[4i+j]·a[4i+j], as in the SIMD
+// paths; Q2_K's minimum lanes min_h · Σ_{j<4} a[4i+j]).
 constexpr int kLanes = 8;
 
-template <DType kType>
-inline void BlockDot(const uint8_t* row, int64_t b, const int8_t* a, int32_t lanes[kLanes], float* d, float* m) {
-  int32_t w[kQuantBlock];
-  if constexpr (kType == DType::kQ8_0) {
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-    for (int j = 0; j < kQuantBlock; ++j) w[j] = blk->qs[j];
-    *d = Half(blk->d);
-  } else {
-    const uint8_t* qs;
-    int offset = 0;
-    if constexpr (kType == DType::kQ4_0) {
-      const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
-      qs = blk->qs;
-      offset = 8;
-      *d = Half(blk->d);
-    } else {
-      const auto* blk = reinterpret_cast<const BlockQ4_1*>(row) + b;
-      qs = blk->qs;
-      *d = Half(blk->d);
-      *m = Half(blk->m);
-    }
-    for (int j = 0; j < kQuantBlock / 2; ++j) {
-      w[j] = (qs[j] & 0xf) - offset;
-      w[j + 16] = (qs[j] >> 4) - offset;
-    }
-  }
+inline void BlockDot(DType type, const uint8_t* row, int64_t b, const int8_t* a, int32_t lanes[kLanes],
+                     int32_t min_lanes[kLanes], QuantBlock* blk) {
+  DecodeQuantBlock(type, row, b, blk);
   for (int i = 0; i < kLanes; ++i) {
-    lanes[i] = 0;
-    for (int j = 4 * i; j < 4 * i + 4; ++j) lanes[i] += w[j] * a[j];
+    int32_t dot = 0, sum = 0;
+    for (int j = 4 * i; j < 4 * i + 4; ++j) {
+      dot += blk->q[j] * a[j];
+      sum += a[j];
+    }
+    lanes[i] = dot * blk->scale[i / 4];
+    min_lanes[i] = sum * blk->min[i / 4];
   }
 }
 
-// MatMul's reduction, the canonical order: 8 f32 lanes per output, one fma per lane and block.
+// MatMul's reduction, the canonical order: 8 f32 lanes per output, one fma per lane and block (two
+// for Q2_K), the offset term beside them.
 struct FloatSum {
   using Out = float;
   static constexpr float kScale = 1.0f;
-  void AddBlock(const int32_t lanes[kLanes], float scale, float min) {
-    for (int i = 0; i < kLanes; ++i) acc[i] = std::fma(static_cast<float>(lanes[i]), scale, acc[i]);
-    acc_min += min;
+  template <MinKind kMin>
+  void AddBlock(const int32_t lanes[kLanes], float scale, float offset, const int32_t min_lanes[kLanes],
+                float min_scale) {
+    for (int i = 0; i < kLanes; ++i) {
+      acc[i] = std::fma(static_cast<float>(lanes[i]), scale, acc[i]);
+      if constexpr (kMin == MinKind::kHalves) acc[i] = std::fma(static_cast<float>(min_lanes[i]), min_scale, acc[i]);
+    }
+    if constexpr (kMin == MinKind::kOffset) acc_min += offset;
   }
   float Result() const { return Fold8(acc) + acc_min; }
   float acc[kLanes] = {};
-  float acc_min = 0.0f;  // Q4_1: Σ m · (d_a Σ a)
+  float acc_min = 0.0f;  // offset types: Σ m · (d_a Σ a)
 };
 
 // MatMulFixedPoint's reduction: the scales carry 2^32; a block's term f32(exact dot total) · scale,
-// plus Q4_1's minimum term, rounds into the int64 sum.
+// plus the offset term or Q2_K's f32(exact minimum total) · min_scale, rounds into the int64 sum.
 struct FixedSum {
   using Out = int64_t;
   static constexpr float kScale = kFixedPointScale;
-  void AddBlock(const int32_t lanes[kLanes], float scale, float min) {
-    int32_t total = 0;
-    for (int i = 0; i < kLanes; ++i) total += lanes[i];
-    acc = WrapAdd(acc, ToFixed(static_cast<float>(total) * scale + min));
+  template <MinKind kMin>
+  void AddBlock(const int32_t lanes[kLanes], float scale, float offset, const int32_t min_lanes[kLanes],
+                float min_scale) {
+    int32_t total = 0, min_total = 0;
+    for (int i = 0; i < kLanes; ++i) {
+      total += lanes[i];
+      min_total += min_lanes[i];
+    }
+    float term = static_cast<float>(total) * scale;
+    if constexpr (kMin == MinKind::kOffset) term = term + offset;
+    if constexpr (kMin == MinKind::kHalves) term = term + static_cast<float>(min_total) * min_scale;
+    acc = WrapAdd(acc, ToFixed(term));
   }
   int64_t Result() const { return acc; }
   int64_t acc = 0;
@@ -263,16 +275,18 @@ template <DType kType, template <int, int> class Sums, int NR, int NT>
 void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                typename Sums<NR, NT>::Out* y, int64_t y_stride) {
   using Sum = Sums<NR, NT>;
+  constexpr MinKind kMin = MinKindOf(kType);
   for (int t = 0; t < NT; ++t) {
     const auto* act = reinterpret_cast<const BlockQ8Act*>(x + t * x_stride);
     for (int r = 0; r < NR; ++r) {
       Sum acc;
       for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
-        float d = 0.0f, m = 0.0f;
-        int32_t lanes[kLanes];
-        BlockDot<kType>(w + r * row_bytes, b, act[b].qs, lanes, &d, &m);
-        const float min = kType == DType::kQ4_1 ? (m * Sum::kScale) * act[b].sum : 0.0f;  // Q4_1's m · Σa
-        acc.AddBlock(lanes, (d * Sum::kScale) * act[b].d, min);
+        QuantBlock blk;
+        int32_t lanes[kLanes], min_lanes[kLanes];
+        BlockDot(kType, w + r * row_bytes, b, act[b].qs, lanes, min_lanes, &blk);
+        const float offset = (blk.m * Sum::kScale) * act[b].sum;            // offset types' m · Σa
+        const float min_scale = (-(blk.dmin * Sum::kScale)) * act[b].d;  // Q2_K's −dmin · d_a
+        acc.template AddBlock<kMin>(lanes, (blk.d * Sum::kScale) * act[b].d, offset, min_lanes, min_scale);
       }
       y[t * y_stride + r] = acc.Result();
     }
@@ -292,17 +306,31 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
   }};
 }
 
-// The three quantised types' tables for one reduction.
+// The quantised types' tables for one reduction.
 template <template <int, int> class Sums>
 const TileTable<typename Sums<1, 1>::Out>& TablesFor(DType type) {
   using Table = TileTable<typename Sums<1, 1>::Out>;
   static const Table kQ8_0 = MakeTable<DType::kQ8_0, Sums>();
   static const Table kQ4_0 = MakeTable<DType::kQ4_0, Sums>();
   static const Table kQ4_1 = MakeTable<DType::kQ4_1, Sums>();
+  static const Table kQ5_0 = MakeTable<DType::kQ5_0, Sums>();
+  static const Table kQ5_1 = MakeTable<DType::kQ5_1, Sums>();
+  static const Table kQ2_K = MakeTable<DType::kQ2_K, Sums>();
+  static const Table kQ3_K = MakeTable<DType::kQ3_K, Sums>();
+  static const Table kQ4_K = MakeTable<DType::kQ4_K, Sums>();
+  static const Table kQ5_K = MakeTable<DType::kQ5_K, Sums>();
+  static const Table kQ6_K = MakeTable<DType::kQ6_K, Sums>();
   switch (type) {
     case DType::kQ8_0: return kQ8_0;
     case DType::kQ4_0: return kQ4_0;
     case DType::kQ4_1: return kQ4_1;
+    case DType::kQ5_0: return kQ5_0;
+    case DType::kQ5_1: return kQ5_1;
+    case DType::kQ2_K: return kQ2_K;
+    case DType::kQ3_K: return kQ3_K;
+    case DType::kQ4_K: return kQ4_K;
+    case DType::kQ5_K: return kQ5_K;
+    case DType::kQ6_K: return kQ6_K;
     default: break;
   }
   std::abort();  // unreachable: MatMul and MatMulFixedPoint check the type
