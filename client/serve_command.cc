@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/restart_policy.h"
 #include "common/command_line.h"
 
 extern char** environ;
@@ -40,47 +40,7 @@ struct ServeFlags {
   int restart_backoff_ms = 500;  // before the first relaunch in a row; doubles with each further one
 };
 
-using Clock = std::chrono::steady_clock;
-
-// Relaunching a child that died on its own (the worker group, the coordinator): after the k-th
-// exit in a row, wait first * 2^(k-1) (at most kMaxBackoff); a child that ran kStableRun counted
-// as healthy, so its next exit is the first in a row; past max_in_a_row, no relaunch.
-class Restarts {
- public:
-  static constexpr std::chrono::milliseconds kMaxBackoff{30000};
-  static constexpr std::chrono::seconds kStableRun{60};
-
-  Restarts(std::chrono::milliseconds first, int max_in_a_row)
-      : first_(first), max_in_a_row_(max_in_a_row), started_(Clock::now()) {}
-
-  // The child exited at `now`: true when it is to be relaunched (IsDue after backoff()).
-  bool OnExit(Clock::time_point now) {
-    if (now - started_ >= kStableRun) num_in_a_row_ = 0;
-    if (++num_in_a_row_ > max_in_a_row_) return false;
-    backoff_ = first_;
-    for (int i = 1; i < num_in_a_row_ && backoff_ < kMaxBackoff; ++i) backoff_ *= 2;
-    backoff_ = std::min(backoff_, std::chrono::milliseconds(kMaxBackoff));
-    due_ = now + backoff_;
-    return true;
-  }
-  bool IsDue(Clock::time_point now) const { return now >= due_; }
-  bool is_pending() const { return due_ != Clock::time_point::max(); }
-  // The relaunch happened (or was given up) at `now`.
-  void OnStart(Clock::time_point now) {
-    started_ = now;
-    due_ = Clock::time_point::max();
-  }
-  std::chrono::milliseconds backoff() const { return backoff_; }
-  int num_in_a_row() const { return num_in_a_row_; }
-
- private:
-  std::chrono::milliseconds first_;
-  int max_in_a_row_;
-  int num_in_a_row_ = 0;
-  Clock::time_point started_;
-  Clock::time_point due_ = Clock::time_point::max();
-  std::chrono::milliseconds backoff_{0};
-};
+using Clock = RestartPolicy::Clock;
 
 std::string ExitText(int status) {
   return WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
@@ -252,8 +212,8 @@ int RunServeCommand(int argc, char** argv) {
     return 1;
   }
   const auto first_backoff = std::chrono::milliseconds(flags.restart_backoff_ms);
-  Restarts workers_restarts(first_backoff, flags.max_restarts);
-  Restarts coordinator_restarts(first_backoff, flags.max_restarts);
+  RestartPolicy workers_restarts(first_backoff, flags.max_restarts, Clock::now());
+  RestartPolicy coordinator_restarts(first_backoff, flags.max_restarts, Clock::now());
 
   // The gateway is a child process like the others (not a thread of this supervisor): the same
   // binary as a standalone gateway, and a crash in it cannot take the supervisor down.

@@ -152,3 +152,24 @@ def test_random_faults_under_load(server, references):
         for pid in lost:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_relaunch_waits_its_backoff_and_gives_up_past_max_restarts():
+    """`tpserve serve --max-restarts 1 --restart-backoff-ms 4000`: the group killed once comes back, but not
+    before its 4 s backoff (the group exits ~1.5 s after the kill, so a relaunch without the backoff would serve
+    within ~3 s); killed again, it is not relaunched: the coordinator drains, serve exits 1, nothing is left."""
+    server = start_server("--max-restarts", "1", "--restart-backoff-ms", "4000", http=False)
+    try:
+        ranks = wait_for(lambda: serving_group(server), 30, "two ranks")
+        killed = time.monotonic()
+        os.kill(ranks[1], signal.SIGKILL)
+        relaunched = wait_for(lambda: serving_group(server, ranks.values()), 60, "the relaunched group")
+        assert time.monotonic() - killed >= 4.0
+        with tpserve.Client(server.endpoint, timeout=30) as client:
+            wait_for(lambda: client.health().ok, 60, "health ok after the relaunch")
+        os.kill(relaunched[1], signal.SIGKILL)
+        assert server.process.wait(timeout=60) == 1
+        assert_no_process_left(server)
+    finally:
+        if server.process.poll() is None:
+            os.killpg(server.process.pid, signal.SIGKILL)
