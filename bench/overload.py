@@ -6,7 +6,7 @@ Poisson run at FACTOR times that rate through tpserve-bench, while the coordinat
 requests beside the bound the queue sets, and the RSS over time (a plot with --plot).
 
 Usage: bench/overload.py [--build build] [--model M] [--seconds 60] [--factor 2] [--max-queue 16]
-                         [--json OUT] [--plot OUT.png]
+                         [--max-num-seqs 16] [--threads N] [--json OUT] [--plot OUT.png]
 """
 import argparse
 import json
@@ -62,13 +62,17 @@ def main():
     p.add_argument("--factor", type=float, default=2.0, help="offered rate / sustained rate")
     p.add_argument("--max-queue", type=int, default=16, help="the coordinator's --max-queue")
     p.add_argument("--max-num-seqs", type=int, default=16, help="the coordinator's --max-num-seqs")
+    p.add_argument("--threads", type=int, default=0, help="the rank's kernel threads (0: tpserve serve's default)")
     p.add_argument("--json", help="write the report here")
     p.add_argument("--plot", help="write the RSS plot (PNG) here")
     args = p.parse_args()
 
-    report = {"max_queue": args.max_queue, "max_num_seqs": args.max_num_seqs, "factor": args.factor}
+    report = {"max_queue": args.max_queue, "max_num_seqs": args.max_num_seqs, "factor": args.factor,
+              "threads": args.threads}
     samples, phases = [], {}
     flags = ["--max-queue", str(args.max_queue), "--max-num-seqs", str(args.max_num_seqs)]
+    if args.threads:
+        flags += ["--threads", str(args.threads)]
     with serve(args.build, args.model, 1, flags) as served:
         start = time.monotonic()
         stop = threading.Event()
