@@ -16,16 +16,12 @@
 
 #include "client/client.h"
 #include "coordinator/server.h"
-#include "tests/coordinator/fake_worker_group.h"
+#include "tests/coordinator/server_fixture.h"
 
 namespace tpserve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using testing::FakeWorkerGroup;
-using testing::FakeWorkerGroupOptions;
-
-constexpr auto kWait = std::chrono::milliseconds(20000);
 
 // The value of one series, e.g. Sample(text, "tpserve:e2e_request_latency_seconds_count", "");
 // `labels` are those after model_name (",kind=\"x\""). -1 when the series is absent.
@@ -123,57 +119,24 @@ TEST(ServerMetricsTest, StepsFeedIterationTokensAndPerGroupTimes) {
 
 // --- (2) inside a Server ------------------------------------------------------------------
 
-constexpr int32_t kVocab = 64;
 
-class ServerMetricsServerTest : public ::testing::Test {
+// ServerTest's server with its metrics port open, and one client of the raw protocol.
+class ServerMetricsServerTest : public ServerTest {
  protected:
   void StartServer(ServerOptions options) {
-    options.client_endpoint = "tcp://127.0.0.1:*";
-    options.worker_endpoint = "tcp://127.0.0.1:*";
     options.metrics_host = "127.0.0.1";
     options.metrics_port = 0;
-    options.model_name = "fake";
-    options.limits = {kVocab, 1024};
-    options.eos_id = kVocab - 1;
-    options.scheduler.max_num_seqs = 64;
-    options.scheduler.max_num_batched_tokens = 256;
-    options.scheduler.max_model_len = 1024;
-    auto server = Server::Create(options, nullptr);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(*server);
-    run_ = std::thread([this] { run_status_ = server_->Run(); });
-    ClientOptions client_options;
-    client_options.server = server_->client_endpoint();
-    client_options.timeout = kWait;
-    auto client = Client::Connect(client_options);
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(*client);
+    ServerTest::StartServer(options);
+    if (HasFatalFailure()) return;
+    client_ = NewClient();
   }
 
   void TearDown() override {
     client_.reset();
-    groups_.clear();
-    if (server_) {
-      server_->RequestStop();
-      run_.join();
-    }
+    ServerTest::TearDown();
   }
 
-  FakeWorkerGroup& AddGroup(FakeWorkerGroupOptions options = {}) {
-    options.vocab_size = kVocab;
-    groups_.push_back(std::make_unique<FakeWorkerGroup>(server_->worker_endpoint(), options));
-    return *groups_.back();
-  }
-
-  void WaitForGroups(uint32_t n) {
-    const auto deadline = Clock::now() + kWait;
-    while (Clock::now() < deadline) {
-      auto health = client_->Health();
-      ASSERT_TRUE(health.ok()) << health.status().ToString();
-      if (health->num_worker_groups == n) return;
-    }
-    FAIL() << "worker groups never registered";
-  }
+  void WaitForGroups(uint32_t n) { ServerTest::WaitForGroups(*client_, n); }
 
   // Sends one request of each and waits for the reply of `kind` to the last: every message before
   // it (finishes, errors) is handed to `on_message`.
@@ -240,20 +203,14 @@ class ServerMetricsServerTest : public ::testing::Test {
     EXPECT_TRUE(open.empty()) << open.size() << " requests never ended";
   }
 
-  std::unique_ptr<Server> server_;
-  std::thread run_;
-  Status run_status_;
   std::unique_ptr<Client> client_;
-  std::vector<std::unique_ptr<FakeWorkerGroup>> groups_;
   uint64_t next_raw_id_ = 1;
 };
 
-proto::GenerateRequest IdsRequest(std::vector<int32_t> prompt, uint32_t max_tokens) {
-  proto::GenerateRequest r;
-  r.prompt_kind = proto::PromptKind::kTokenIds;
-  r.prompt_ids = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;  // every request runs to max_tokens: the counts below are exact
+// Every request runs to max_tokens: the counts below are exact.
+proto::GenerateRequest IgnoreEosRequest(std::vector<int32_t> prompt, uint32_t max_tokens) {
+  proto::GenerateRequest r = IdsRequest(std::move(prompt), max_tokens);
+  r.ignore_eos = true;
   return r;
 }
 
@@ -270,7 +227,7 @@ TEST_F(ServerMetricsServerTest, NRequestsCountNInEveryRequestHistogram) {
     std::vector<int32_t> prompt(static_cast<size_t>(3 + rng() % 40));
     for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % (kVocab - 1));
     num_prompt_tokens += static_cast<int64_t>(prompt.size());
-    requests.push_back(IdsRequest(prompt, kMaxTokens));
+    requests.push_back(IgnoreEosRequest(prompt, kMaxTokens));
   }
   int num_finished = 0, num_errors = 0;
   RunRequests(requests, &num_finished, &num_errors);
@@ -316,8 +273,8 @@ TEST_F(ServerMetricsServerTest, PrefixCacheHitsCountCachedPromptTokens) {
   std::vector<int32_t> prompt(40);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i % 50);
   int num_finished = 0, num_errors = 0;
-  RunRequests({IdsRequest(prompt, 3)}, &num_finished, &num_errors);
-  RunRequests({IdsRequest(prompt, 3)}, &num_finished, &num_errors);  // after the first: its blocks are cached
+  RunRequests({IgnoreEosRequest(prompt, 3)}, &num_finished, &num_errors);
+  RunRequests({IgnoreEosRequest(prompt, 3)}, &num_finished, &num_errors);  // after the first: its blocks are cached
   ASSERT_EQ(num_finished, 2);
   const std::string text = MetricsOverProtocol();
   EXPECT_EQ(Sample(text, "tpserve:prefix_cache_queries_total", ""), 80);
@@ -334,16 +291,17 @@ TEST_F(ServerMetricsServerTest, FailuresAreCountedByKind) {
   StartServer(options);
   int num_finished = 0, num_errors = 0;
   // No group yet: unavailable.
-  RunRequests({IdsRequest({1, 2, 3}, 4), IdsRequest({1, 2, 3}, 4)}, &num_finished, &num_errors);
+  RunRequests({IgnoreEosRequest({1, 2, 3}, 4), IgnoreEosRequest({1, 2, 3}, 4)}, &num_finished, &num_errors);
   EXPECT_EQ(num_errors, 2);
   FakeWorkerGroup& group = AddGroup();
   WaitForGroups(1);
   // Invalid: an empty prompt, a token id outside the vocabulary, max_tokens 0.
-  RunRequests({IdsRequest({}, 4), IdsRequest({kVocab + 5}, 4), IdsRequest({1}, 0)}, &num_finished, &num_errors);
+  RunRequests({IgnoreEosRequest({}, 4), IgnoreEosRequest({kVocab + 5}, 4), IgnoreEosRequest({1}, 0)}, &num_finished,
+              &num_errors);
   EXPECT_EQ(num_errors, 5);
   // A hung group: 4 requests are taken (then lost with the group), 2 more are over the limit.
   group.Freeze();
-  std::vector<proto::GenerateRequest> six(6, IdsRequest({1, 2, 3}, 50));
+  std::vector<proto::GenerateRequest> six(6, IgnoreEosRequest({1, 2, 3}, 50));
   RunRequests(six, &num_finished, &num_errors);
   EXPECT_EQ(num_errors, 11);
   EXPECT_EQ(num_finished, 0);
@@ -364,7 +322,7 @@ TEST_F(ServerMetricsServerTest, CancelledRequestsFinishAsCancelled) {
   proto::ClientMessage generate;
   generate.kind = proto::ClientMessageKind::kGenerate;
   generate.request_id = next_raw_id_++;
-  generate.generate = IdsRequest({1, 2, 3}, 1000);
+  generate.generate = IgnoreEosRequest({1, 2, 3}, 1000);
   generate.generate.stream = true;
   ASSERT_TRUE(client_->SendRaw(proto::EncodeClientMessage(generate)).ok());
   // Wait for its first chunk, hold the group (so the request cannot finish first), then cancel.
