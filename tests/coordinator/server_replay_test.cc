@@ -11,12 +11,18 @@
 namespace tpserve {
 namespace {
 
-TEST_F(ServerTest, LostGroupGivesWorkerLostAndServingContinues) {
+// A group silent for 300 ms (beats every 50 ms) is lost: the tests see a loss within a second.
+ServerOptions QuickLoss() {
   ServerOptions options;
-  options.max_replays = 0;
-  options.step_timeout = std::chrono::milliseconds(300);
   options.heartbeat_timeout = std::chrono::milliseconds(300);
   options.heartbeat_interval = std::chrono::milliseconds(50);
+  return options;
+}
+
+TEST_F(ServerTest, LostGroupGivesWorkerLostAndServingContinues) {
+  ServerOptions options = QuickLoss();
+  options.max_replays = 0;
+  options.step_timeout = std::chrono::milliseconds(300);
   StartServer(options);
   FakeWorkerGroup& group = AddGroup();
   auto client = NewClient();
@@ -114,9 +120,7 @@ void ExpectReferenceIds(const std::map<uint64_t, StreamedRequest>& requests, uin
 // already streamed, and continue; each client sees exactly the reference tokens, no error, and a
 // Finish that counts one replay. No KV block stays in use.
 TEST_F(ServerTest, LostGroupsRequestsAreReplayedOnAnotherGroup) {
-  ServerOptions options;
-  options.heartbeat_timeout = std::chrono::milliseconds(300);
-  options.heartbeat_interval = std::chrono::milliseconds(50);
+  ServerOptions options = QuickLoss();
   StartServer(options);
   FakeWorkerGroup& doomed = AddGroup();
   auto client = NewClient();
@@ -136,9 +140,7 @@ TEST_F(ServerTest, LostGroupsRequestsAreReplayedOnAnotherGroup) {
 // The only group lost: its requests wait (health not ok, stats count them) until a group
 // registers, then finish there with the reference tokens.
 TEST_F(ServerTest, RequestsWaitForTheNextGroupWhenNoneServes) {
-  ServerOptions options;
-  options.heartbeat_timeout = std::chrono::milliseconds(300);
-  options.heartbeat_interval = std::chrono::milliseconds(50);
+  ServerOptions options = QuickLoss();
   StartServer(options);
   FakeWorkerGroup& doomed = AddGroup();
   auto client = NewClient();
@@ -182,9 +184,7 @@ TEST_F(ServerTest, AGroupRegisteringAgainTakesItsRequestsBack) {
 
 // Past --max-replays the client gets worker_lost.
 TEST_F(ServerTest, ReplaysAreBoundedByMaxReplays) {
-  ServerOptions options;
-  options.heartbeat_timeout = std::chrono::milliseconds(300);
-  options.heartbeat_interval = std::chrono::milliseconds(50);
+  ServerOptions options = QuickLoss();
   options.max_replays = 1;
   StartServer(options);
   FakeWorkerGroup* doomed = &AddGroup();
