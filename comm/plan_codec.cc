@@ -1,5 +1,6 @@
 #include "comm/plan_codec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -70,7 +71,11 @@ Status ValidateStepPlan(const StepPlan& plan) {
       return Invalid(where, "position overflows int32");
     }
     if (!AllNonNegative(seq.token_ids)) return Invalid(where, "negative token id");
-    if (!AllNonNegative(seq.block_table)) return Invalid(where, "negative block id");
+    // -1: a sliding layer group's page released past its window (common/kv_groups.h); the executor
+    // checks that no query reads it.
+    if (std::any_of(seq.block_table.begin(), seq.block_table.end(), [](int32_t b) { return b < -1; })) {
+      return Invalid(where, "block id below -1");
+    }
     if (!AllNonNegative(seq.penalty_tokens)) return Invalid(where, "negative penalty token id");
     RETURN_IF_ERROR(ValidateSampling(seq.sampling, where));
     if (seq.next_prompt_token < -1) return Invalid(where, "next_prompt_token < -1");

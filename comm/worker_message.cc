@@ -57,6 +57,9 @@ std::string EncodeWorkerMessage(const WorkerMessage& message) {
                    out.setVocabSize(m.vocab_size);
                    out.setHostname(m.hostname);
                    out.setPid(m.pid);
+                   auto sliding = out.initKvGroupSliding(static_cast<unsigned>(m.kv_groups.sliding.size()));
+                   for (unsigned g = 0; g < sliding.size(); ++g) sliding.set(g, m.kv_groups.sliding[g]);
+                   out.setSlidingWindow(m.kv_groups.window);
                  },
                  [&](const WelcomeMessage& m) {
                    auto out = root.initWelcome();
@@ -104,6 +107,11 @@ StatusOr<WorkerMessage> DecodeWorkerMessage(std::string_view bytes, const Decode
         m.vocab_size = in.getVocabSize();
         m.hostname = in.getHostname().cStr();
         m.pid = in.getPid();
+        if (auto sliding = in.getKvGroupSliding(); sliding.size() > 0) {
+          m.kv_groups.sliding.clear();
+          for (bool slides : sliding) m.kv_groups.sliding.push_back(slides);
+        }
+        m.kv_groups.window = in.getSlidingWindow();
         decoded = std::move(m);
         break;
       }
@@ -150,6 +158,9 @@ StatusOr<WorkerMessage> DecodeWorkerMessage(std::string_view bytes, const Decode
     if (hello->tp_size < 1 || hello->num_blocks < 0 || hello->block_size < 0 || hello->max_model_len < 0 ||
         hello->vocab_size < 0) {
       return InvalidArgument("worker message: Hello with a negative size or tp_size < 1");
+    }
+    if (Status groups = hello->kv_groups.Validate(); !groups.ok()) {
+      return InvalidArgument("worker message: Hello: " + groups.message());
     }
   }
   return std::move(*decoded);

@@ -9,12 +9,13 @@
 
 #include "comm/plan_codec.h"
 #include "comm/step_plan.h"
+#include "common/kv_groups.h"
 #include "common/status.h"
 
 namespace tpserve {
 
 // Must equal workerProtocolVersion in comm/schema/worker.capnp (checked at compile time).
-inline constexpr uint32_t kWorkerProtocolVersion = 3;
+inline constexpr uint32_t kWorkerProtocolVersion = 4;
 
 // Identifies a model file: its size and the SHA-256 of its first min(size, 8 MiB) bytes.
 // Computed by ComputeModelFingerprint (comm/model_fingerprint.h).
@@ -31,8 +32,9 @@ struct HelloMessage {
   uint32_t protocol_version = kWorkerProtocolVersion;
   ModelFingerprint model;
   int32_t tp_size = 1;
-  int32_t num_blocks = 0;     // KV blocks per rank
+  int32_t num_blocks = 0;     // KV pages per rank
   int32_t block_size = 0;     // tokens per block
+  KvGroups kv_groups;         // the pages' layer groups
   int32_t max_model_len = 0;  // longest sequence the group accepts
   int32_t vocab_size = 0;
   std::string hostname;

@@ -1,6 +1,7 @@
 #include "coordinator/block_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/check.h"
 
@@ -15,18 +16,26 @@ void BlockTokens(const Sequence& seq, int32_t index, int32_t block_size, std::ve
 
 int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
+// The key of group g's page of a block whose chained hash is `hash` (group 0: the hash itself).
+uint64_t GroupKey(uint64_t hash, int32_t group) {
+  return group == 0 ? hash : HashBlockTokens(hash, &group, 1);
+}
+
 }  // namespace
 
-BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
+BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, KvGroups groups)
     : num_blocks_(num_blocks),
       block_size_(block_size),
       enable_prefix_caching_(enable_prefix_caching),
+      groups_(std::move(groups)),
+      num_groups_(groups_.num_groups()),
       ref_count_(num_blocks, 0),
       num_filled_(num_blocks, 0),
       cache_(num_blocks, block_size) {
   CHECK_GT(num_blocks, 0);
   CHECK_GT(block_size, 0);
-  // Taken from the back: block 0 first.
+  CHECK(groups_.Validate().ok()) << groups_.Validate().ToString();
+  // Taken from the back: page 0 first.
   free_blocks_.reserve(num_blocks);
   for (int32_t b = num_blocks - 1; b >= 0; --b) free_blocks_.push_back(b);
 }
@@ -35,10 +44,14 @@ int32_t BlockManager::num_available() const {
   return static_cast<int32_t>(free_blocks_.size()) + cache_.num_evictable();
 }
 
-int32_t BlockManager::ref_count(int32_t block) const {
-  CHECK_GE(block, 0);
-  CHECK_LT(block, num_blocks_);
-  return ref_count_[block];
+int32_t BlockManager::NumLogicalBlocks(const Sequence& seq) const {
+  return static_cast<int32_t>(seq.block_table.size()) / num_groups_;
+}
+
+int32_t BlockManager::ref_count(int32_t page) const {
+  CHECK_GE(page, 0);
+  CHECK_LT(page, num_blocks_);
+  return ref_count_[page];
 }
 
 BlockStats BlockManager::Stats() const {
@@ -58,6 +71,7 @@ BlockStats BlockManager::Stats() const {
   stats.prefix_hit_tokens = prefix_hit_tokens_;
   stats.num_evictions = num_evictions_;
   stats.num_copies = num_copies_;
+  stats.num_window_releases = num_window_releases_;
   const int64_t slots = int64_t{stats.num_used} * block_size_;
   stats.kv_waste = slots == 0 ? 0.0 : double(slots - filled) / double(slots);
   return stats;
@@ -67,92 +81,122 @@ int32_t BlockManager::BlocksFor(int32_t num_positions, int32_t num_held) const {
   return std::max(0, CeilDiv(num_positions, block_size_) - num_held);
 }
 
-std::vector<int32_t> BlockManager::CachedPrefixBlocks(const Sequence& seq,
-                                                      std::vector<uint64_t>* hashes) const {
-  std::vector<int32_t> blocks;
-  if (!enable_prefix_caching_ || seq.needs_prompt_logprobs()) return blocks;
+BlockManager::PrefixHit BlockManager::FindPrefix(const Sequence& seq) const {
+  PrefixHit hit;
+  if (!enable_prefix_caching_ || seq.needs_prompt_logprobs()) return hit;
   // At least the last token is recomputed, so its logits exist to sample from.
   const int32_t max_blocks = (seq.num_tokens() - 1) / block_size_;
+  const bool any_full = groups_.num_sliding() < num_groups_;
+  std::vector<int32_t> found;     // [blocks walked * G] cached page per group, or -1
+  std::vector<uint64_t> hashes;   // [blocks walked]
+  std::vector<bool> sliding_ok;   // [blocks walked] every sliding group's page is cached
   std::vector<int32_t> tokens;
   uint64_t parent = kRootBlockHash;
   for (int32_t i = 0; i < max_blocks; ++i) {
     BlockTokens(seq, i, block_size_, tokens);
     const uint64_t hash = HashBlockTokens(parent, tokens.data(), block_size_);
-    const int32_t block = cache_.Lookup(hash, parent, tokens.data());
-    if (block < 0) break;
-    blocks.push_back(block);
-    if (hashes != nullptr) hashes->push_back(hash);
+    bool full_ok = true, all_sliding = true;
+    for (int32_t g = 0; g < num_groups_; ++g) {
+      const int32_t page = cache_.Lookup(GroupKey(hash, g), GroupKey(parent, g), tokens.data());
+      found.push_back(page);
+      if (page < 0) (groups_.sliding[g] ? all_sliding : full_ok) = false;
+    }
+    if (any_full && !full_ok) break;
+    hashes.push_back(hash);
+    sliding_ok.push_back(all_sliding);
     parent = hash;
   }
-  return blocks;
+  // The longest walked prefix whose window (the keys the first recomputed token reads) is cached.
+  int32_t k = static_cast<int32_t>(hashes.size());
+  for (; k > 0; --k) {
+    const int32_t first = groups_.FirstLiveBlock(int64_t{k} * block_size_, block_size_);
+    if (std::all_of(sliding_ok.begin() + first, sliding_ok.begin() + k, [](bool ok) { return ok; })) break;
+  }
+  const int32_t first_live = groups_.FirstLiveBlock(int64_t{k} * block_size_, block_size_);
+  hit.num_blocks = k;
+  hit.hashes.assign(hashes.begin(), hashes.begin() + k);
+  for (int32_t i = 0; i < k; ++i) {
+    for (int32_t g = 0; g < num_groups_; ++g) {
+      const int32_t page = groups_.sliding[g] && i < first_live ? -1 : found[i * num_groups_ + g];
+      hit.pages.push_back(page);
+      if (page >= 0 && cache_.IsEvictable(page)) ++hit.num_evictable;
+    }
+  }
+  return hit;
 }
 
 int32_t BlockManager::NumCachedPrefixTokens(const Sequence& seq) const {
-  return static_cast<int32_t>(CachedPrefixBlocks(seq, nullptr).size()) * block_size_;
+  return FindPrefix(seq).num_blocks * block_size_;
 }
 
 bool BlockManager::CanAllocate(const Sequence& seq, int32_t num_new_tokens) const {
   CHECK(seq.block_table.empty()) << "seq " << seq.seq_id << " already holds blocks";
   CHECK_GE(num_new_tokens, 0);
-  const std::vector<int32_t> hits = CachedPrefixBlocks(seq, nullptr);
-  const int32_t num_hit = static_cast<int32_t>(hits.size());
-  CHECK_LE(num_hit * block_size_ + num_new_tokens, seq.num_tokens());
-  int32_t needed = BlocksFor(num_hit * block_size_ + num_new_tokens, num_hit);
-  // A hit on an unreferenced cached block takes it out of the evictable pool.
-  for (int32_t block : hits) needed += cache_.IsEvictable(block) ? 1 : 0;
+  const PrefixHit hit = FindPrefix(seq);
+  CHECK_LE(hit.num_blocks * block_size_ + num_new_tokens, seq.num_tokens());
+  // A hit on an unreferenced cached page takes it out of the evictable pool.
+  const int32_t needed =
+      BlocksFor(hit.num_blocks * block_size_ + num_new_tokens, hit.num_blocks) * num_groups_ + hit.num_evictable;
   return needed <= num_available();
 }
 
 int32_t BlockManager::MaxAllocatableTokens(const Sequence& seq) const {
   CHECK(seq.block_table.empty()) << "seq " << seq.seq_id << " already holds blocks";
-  const std::vector<int32_t> hits = CachedPrefixBlocks(seq, nullptr);
-  int32_t blocks = num_available();
-  for (int32_t block : hits) blocks -= cache_.IsEvictable(block) ? 1 : 0;
-  const int64_t slots = int64_t{std::max(0, blocks)} * block_size_;
-  const int64_t left = seq.num_tokens() - static_cast<int64_t>(hits.size()) * block_size_;
+  const PrefixHit hit = FindPrefix(seq);
+  const int32_t blocks = std::max(0, num_available() - hit.num_evictable) / num_groups_;
+  const int64_t slots = int64_t{blocks} * block_size_;
+  const int64_t left = seq.num_tokens() - int64_t{hit.num_blocks} * block_size_;
   return static_cast<int32_t>(std::min(slots, left));
 }
 
 void BlockManager::Allocate(Sequence& seq, int32_t num_new_tokens) {
   CHECK(CanAllocate(seq, num_new_tokens)) << "seq " << seq.seq_id;
-  std::vector<uint64_t> hashes;
-  const std::vector<int32_t> hits = CachedPrefixBlocks(seq, &hashes);
-  // Claim the hits before taking fresh blocks, so an eviction cannot take one of them.
-  for (int32_t block : hits) {
-    if (cache_.IsEvictable(block)) cache_.RemoveEvictable(block);
-    ++ref_count_[block];
-    seq.block_table.push_back(block);
+  PrefixHit hit = FindPrefix(seq);
+  // Claim the hits before taking fresh pages, so an eviction cannot take one of them.
+  for (int32_t page : hit.pages) {
+    if (page >= 0) {
+      if (cache_.IsEvictable(page)) cache_.RemoveEvictable(page);
+      ++ref_count_[page];
+    }
+    seq.block_table.push_back(page);
   }
-  seq.block_hashes = std::move(hashes);
-  seq.num_computed = static_cast<int32_t>(hits.size()) * block_size_;
+  seq.block_hashes = std::move(hit.hashes);
+  seq.num_computed = hit.num_blocks * block_size_;
   if (!seq.needs_prompt_logprobs()) {
     prefix_query_tokens_ += seq.num_tokens();
     prefix_hit_tokens_ += seq.num_computed;
   }
   const int32_t num_positions = seq.num_computed + num_new_tokens;
-  const int32_t num_fresh = BlocksFor(num_positions, static_cast<int32_t>(seq.block_table.size()));
+  const int32_t num_fresh = BlocksFor(num_positions, hit.num_blocks) * num_groups_;
   for (int32_t i = 0; i < num_fresh; ++i) seq.block_table.push_back(TakeBlock());
   NoteFilled(seq, num_positions);
 }
 
-bool BlockManager::NeedsPrivateCopy(const Sequence& seq) const {
-  const size_t index = static_cast<size_t>(seq.num_computed / block_size_);
-  return index < seq.block_table.size() && ref_count_[seq.block_table[index]] > 1;
+int32_t BlockManager::NumSharedWritePages(const Sequence& seq) const {
+  const int32_t index = seq.num_computed / block_size_;
+  if (index >= NumLogicalBlocks(seq)) return 0;
+  int32_t shared = 0;
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    const int32_t page = seq.block_table[index * num_groups_ + g];
+    CHECK_GE(page, 0) << "seq " << seq.seq_id << " writes into a released page";
+    shared += ref_count_[page] > 1 ? 1 : 0;
+  }
+  return shared;
 }
 
 bool BlockManager::CanAppend(const Sequence& seq, int32_t num_new_tokens) const {
   CHECK_GE(num_new_tokens, 0);
   CHECK_LE(seq.num_computed + num_new_tokens, seq.num_tokens());
   if (num_new_tokens == 0) return true;
-  int32_t needed = BlocksFor(seq.num_computed + num_new_tokens,
-                             static_cast<int32_t>(seq.block_table.size()));
-  if (NeedsPrivateCopy(seq)) ++needed;
+  const int32_t needed = BlocksFor(seq.num_computed + num_new_tokens, NumLogicalBlocks(seq)) * num_groups_ +
+                         NumSharedWritePages(seq);
   return needed <= num_available();
 }
 
 int32_t BlockManager::MaxAppendableTokens(const Sequence& seq) const {
-  int64_t blocks = static_cast<int64_t>(seq.block_table.size()) + num_available();
-  if (NeedsPrivateCopy(seq)) --blocks;
+  const int64_t pages = num_available() - NumSharedWritePages(seq);
+  if (pages < 0) return 0;  // no room for the private copies the next token needs
+  const int64_t blocks = NumLogicalBlocks(seq) + pages / num_groups_;
   const int64_t slots = blocks * block_size_ - seq.num_computed;
   return static_cast<int32_t>(std::clamp<int64_t>(slots, 0, seq.num_uncomputed()));
 }
@@ -160,56 +204,83 @@ int32_t BlockManager::MaxAppendableTokens(const Sequence& seq) const {
 void BlockManager::Append(Sequence& seq, int32_t num_new_tokens) {
   CHECK(CanAppend(seq, num_new_tokens)) << "seq " << seq.seq_id;
   if (num_new_tokens == 0) return;
-  if (NeedsPrivateCopy(seq)) {
-    // The tokens about to be computed would write into a block another sequence reads:
-    // give this sequence its own copy of the filled part.
-    const size_t index = static_cast<size_t>(seq.num_computed / block_size_);
-    const int32_t src = seq.block_table[index];
-    const int32_t dst = TakeBlock();
-    const int32_t valid = seq.num_computed - static_cast<int32_t>(index) * block_size_;
-    if (valid > 0) {
-      pending_copies_.emplace_back(src, dst);
-      ++num_copies_;
+  const int32_t index = seq.num_computed / block_size_;
+  if (NumSharedWritePages(seq) > 0) {
+    // The tokens about to be computed would write into pages another sequence reads: give this
+    // sequence its own copies of their filled part.
+    const int32_t valid = seq.num_computed - index * block_size_;
+    for (int32_t g = 0; g < num_groups_; ++g) {
+      int32_t& page = seq.block_table[index * num_groups_ + g];
+      if (ref_count_[page] == 1) continue;
+      const int32_t copy = TakeBlock();
+      if (valid > 0) {
+        pending_copies_.emplace_back(page, copy);
+        ++num_copies_;
+      }
+      num_filled_[copy] = valid;
+      --ref_count_[page];  // still >= 1: it was shared
+      page = copy;
     }
-    num_filled_[dst] = valid;
-    --ref_count_[src];  // still >= 1: it was shared
-    seq.block_table[index] = dst;
   }
   const int32_t num_positions = seq.num_computed + num_new_tokens;
-  const int32_t num_fresh = BlocksFor(num_positions, static_cast<int32_t>(seq.block_table.size()));
+  const int32_t num_fresh = BlocksFor(num_positions, NumLogicalBlocks(seq)) * num_groups_;
   for (int32_t i = 0; i < num_fresh; ++i) seq.block_table.push_back(TakeBlock());
   NoteFilled(seq, num_positions);
 }
 
 void BlockManager::MarkComputed(Sequence& seq) {
   const int32_t num_full = seq.num_computed / block_size_;
-  CHECK_LE(num_full, static_cast<int32_t>(seq.block_table.size())) << "seq " << seq.seq_id;
+  CHECK_LE(num_full, NumLogicalBlocks(seq)) << "seq " << seq.seq_id;
   std::vector<int32_t> tokens;
   for (int32_t i = static_cast<int32_t>(seq.block_hashes.size()); i < num_full; ++i) {
     const uint64_t parent = i == 0 ? kRootBlockHash : seq.block_hashes[i - 1];
     BlockTokens(seq, i, block_size_, tokens);
     const uint64_t hash = HashBlockTokens(parent, tokens.data(), block_size_);
     seq.block_hashes.push_back(hash);
-    const int32_t block = seq.block_table[i];
-    // An identical block registered earlier keeps serving hits; this one stays private.
-    if (enable_prefix_caching_ && !cache_.IsRegistered(block)) {
-      (void)cache_.Insert(block, hash, parent, tokens.data());
+    if (!enable_prefix_caching_) continue;
+    for (int32_t g = 0; g < num_groups_; ++g) {
+      const int32_t page = seq.block_table[i * num_groups_ + g];
+      // An identical page registered earlier keeps serving hits; this one stays private.
+      if (page >= 0 && !cache_.IsRegistered(page)) {
+        (void)cache_.Insert(page, GroupKey(hash, g), GroupKey(parent, g), tokens.data());
+      }
+    }
+  }
+  DropOutOfWindow(seq);
+}
+
+void BlockManager::DropOutOfWindow(Sequence& seq) {
+  if (groups_.num_sliding() == 0) return;
+  const int32_t first_live = groups_.FirstLiveBlock(seq.num_computed, block_size_);
+  // A sliding group's released pages are a leading run of its column: walk back from the window.
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    if (!groups_.sliding[g]) continue;
+    for (int32_t i = first_live - 1; i >= 0; --i) {
+      int32_t& page = seq.block_table[i * num_groups_ + g];
+      if (page < 0) break;
+      Release(page);
+      page = -1;
+      ++num_window_releases_;
     }
   }
 }
 
 void BlockManager::Fork(const Sequence& parent, Sequence& child) {
   CHECK(child.block_table.empty()) << "seq " << child.seq_id;
-  CHECK_EQ(static_cast<int32_t>(parent.block_table.size()), CeilDiv(parent.num_computed, block_size_))
+  CHECK_EQ(NumLogicalBlocks(parent), CeilDiv(parent.num_computed, block_size_))
       << "fork of seq " << parent.seq_id << " with blocks beyond its computed tokens";
-  for (int32_t block : parent.block_table) ++ref_count_[block];
+  for (int32_t page : parent.block_table) {
+    if (page >= 0) ++ref_count_[page];
+  }
   child.block_table = parent.block_table;
   child.block_hashes = parent.block_hashes;
   child.num_computed = parent.num_computed;
 }
 
 void BlockManager::Free(Sequence& seq) {
-  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) Release(*it);
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+    if (*it >= 0) Release(*it);
+  }
   seq.block_table.clear();
   seq.block_hashes.clear();
   seq.num_computed = 0;
@@ -258,10 +329,12 @@ void BlockManager::Release(int32_t block) {
 }
 
 void BlockManager::NoteFilled(const Sequence& seq, int32_t num_positions) {
-  for (size_t i = static_cast<size_t>(seq.num_computed / block_size_); i < seq.block_table.size(); ++i) {
-    const int32_t filled = std::clamp(num_positions - static_cast<int32_t>(i) * block_size_, 0, block_size_);
-    int32_t& slot = num_filled_[seq.block_table[i]];
-    slot = std::max(slot, filled);
+  for (int32_t i = seq.num_computed / block_size_; i < NumLogicalBlocks(seq); ++i) {
+    const int32_t filled = std::clamp(num_positions - i * block_size_, 0, block_size_);
+    for (int32_t g = 0; g < num_groups_; ++g) {
+      int32_t& slot = num_filled_[seq.block_table[i * num_groups_ + g]];
+      slot = std::max(slot, filled);
+    }
   }
 }
 

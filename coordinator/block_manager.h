@@ -6,12 +6,19 @@
 // Every resource change is a check/commit pair: CanAllocate then Allocate, CanAppend then Append.
 // A commit whose check failed is a programmer error (CHECK). Not thread-safe (the Scheduler owns it).
 //
-// Block states: used (ref > 0), cached (ref 0, holds the K/V of a hashed full block, evictable),
-// free (ref 0, no content). used + cached + free == num_blocks always.
+// The unit handed out is a page (kvstore/kv_groups.h): one layer group's K/V of one logical block. A
+// sequence's logical block takes one page per group; with one group (every model without a sliding
+// window) a page is a whole block and "block" and "page" mean the same. A sliding group's pages of
+// the blocks wholly before its window are released as the sequence advances (MarkComputed).
 //
-// Prefix caching: a full block's hash = Hash(parent block's hash, its block_size token ids); the
-// stored token ids and parent hash are compared on a hit, so a 64-bit collision never serves
-// wrong K/V. Only blocks whose K/V have been computed (MarkComputed, after the step ran) are
+// Page states: used (ref > 0), cached (ref 0, holds the K/V of a hashed full block, evictable),
+// free (ref 0, no content). used + cached + free == num_blocks (pages) always.
+//
+// Prefix caching: a full block's hash = Hash(parent block's hash, its block_size token ids), each
+// group's page registered under that hash mixed with the group; the stored token ids and parent hash
+// are compared on a hit, so a 64-bit collision never serves wrong K/V. A hit of k blocks takes the
+// full groups' pages of all k and the sliding groups' pages of the blocks the window before
+// position k * block_size covers (all must still be cached). Only blocks whose K/V have been computed (MarkComputed, after the step ran) are
 // offered to other sequences. When free blocks run out, cached blocks are evicted least recently
 // released first.
 #pragma once
@@ -22,6 +29,7 @@
 
 #include "coordinator/prefix_cache.h"
 #include "coordinator/sequence.h"
+#include "common/kv_groups.h"
 
 namespace tpserve {
 
@@ -34,6 +42,7 @@ struct BlockStats {
   int64_t prefix_hit_tokens = 0;    // of those, served from the cache
   int64_t num_evictions = 0;
   int64_t num_copies = 0;           // copy-on-write copies made
+  int64_t num_window_releases = 0;  // sliding groups' pages released when they fell out of the window
   double prefix_hit_rate() const {
     return prefix_query_tokens == 0 ? 0.0 : double(prefix_hit_tokens) / double(prefix_query_tokens);
   }
@@ -43,11 +52,15 @@ struct BlockStats {
 
 class BlockManager {
  public:
-  // REQUIRES: num_blocks > 0, block_size > 0.
-  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+  // num_blocks: pages. REQUIRES: num_blocks > 0, block_size > 0, groups.Validate() OK.
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, KvGroups groups = {});
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
+  const KvGroups& groups() const { return groups_; }
+  int32_t num_groups() const { return num_groups_; }
+  // Logical blocks seq holds (block_table.size() / G).
+  int32_t NumLogicalBlocks(const Sequence& seq) const;
   // Blocks an allocation can take now: free + cached (evictable).
   int32_t num_available() const;
   BlockStats Stats() const;
@@ -81,7 +94,8 @@ class BlockManager {
   void Append(Sequence& seq, int32_t num_new_tokens);
 
   // After a step computed seq's tokens (seq.num_computed advanced): records the content hashes of
-  // its newly completed full blocks so other sequences can hit them.
+  // its newly completed full blocks so other sequences can hit them, and releases the sliding groups'
+  // pages that fell out of the window (they stay cached while registered).
   void MarkComputed(Sequence& seq);
 
   // child shares every block of parent (ref++) and its num_computed. REQUIRES: child holds none.
@@ -98,16 +112,23 @@ class BlockManager {
   // REQUIRES: no block is used.
   void ResetPrefixCache();
 
-  int32_t ref_count(int32_t block) const;
+  int32_t ref_count(int32_t page) const;
 
  private:
-  // Blocks needed to give slots to positions [0, num_positions) on top of `num_held` blocks.
+  // The cached pages seq can start from: its leading full blocks (capped as NumCachedPrefixTokens).
+  struct PrefixHit {
+    int32_t num_blocks = 0;       // logical blocks hit
+    std::vector<int32_t> pages;   // [num_blocks * G]; -1: a sliding group's page the hit does not need
+    std::vector<uint64_t> hashes; // [num_blocks] chained hashes
+    int32_t num_evictable = 0;    // pages that are unreferenced now (taking them uses available pages)
+  };
+  // Logical blocks needed to give slots to positions [0, num_positions) on top of `num_held` blocks.
   int32_t BlocksFor(int32_t num_positions, int32_t num_held) const;
-  // The cached blocks holding seq's leading full blocks (capped as NumCachedPrefixTokens), and
-  // their chained hashes into *hashes when given.
-  std::vector<int32_t> CachedPrefixBlocks(const Sequence& seq, std::vector<uint64_t>* hashes) const;
-  // The block the next computed token writes into is shared with another sequence.
-  bool NeedsPrivateCopy(const Sequence& seq) const;
+  PrefixHit FindPrefix(const Sequence& seq) const;
+  // Pages of the block the next computed token writes into that are shared with another sequence.
+  int32_t NumSharedWritePages(const Sequence& seq) const;
+  // Releases the sliding groups' pages of seq's blocks before the window of position num_computed.
+  void DropOutOfWindow(Sequence& seq);
   // Takes a free block, or evicts the least recently released cached one. REQUIRES: available.
   int32_t TakeBlock();
   void Release(int32_t block);
@@ -116,6 +137,8 @@ class BlockManager {
   const int32_t num_blocks_;
   const int32_t block_size_;
   const bool enable_prefix_caching_;
+  const KvGroups groups_;
+  const int32_t num_groups_;
   std::vector<int32_t> ref_count_;     // [num_blocks]
   std::vector<int32_t> num_filled_;    // [num_blocks] slots of the block that hold a scheduled token
   std::vector<int32_t> free_blocks_;   // ref 0 without content, taken from the back
@@ -125,6 +148,7 @@ class BlockManager {
   int64_t prefix_hit_tokens_ = 0;
   int64_t num_copies_ = 0;
   int64_t num_evictions_ = 0;
+  int64_t num_window_releases_ = 0;
 };
 
 }  // namespace tpserve

@@ -24,9 +24,9 @@ void Erase(std::vector<Sequence*>& queue, const Sequence* seq) {
 
 }  // namespace
 
-Scheduler::Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size)
+Scheduler::Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size, KvGroups kv_groups)
     : config_(config),
-      block_manager_(num_blocks, block_size, config.enable_prefix_caching),
+      block_manager_(num_blocks, block_size, config.enable_prefix_caching, std::move(kv_groups)),
       clock_(SteadySeconds) {
   CHECK_GT(config.max_num_seqs, 0);
   CHECK_GT(config.max_num_batched_tokens, 0);
@@ -74,9 +74,10 @@ Status Scheduler::CheckFits(int64_t num_prompt, int32_t max_tokens) const {
                       std::to_string(config_.max_model_len) + " tokens");
   }
   // The last sampled token is never fed back, so it needs no KV slot.
-  const int32_t blocks_needed = CeilDiv(total - 1, block_manager_.block_size());
-  if (blocks_needed > block_manager_.num_blocks()) {
-    return OutOfRange("prompt + max_tokens needs " + std::to_string(blocks_needed) +
+  const int64_t pages_needed = block_manager_.groups().MaxPagesHeld(total - 1, config_.max_num_batched_tokens,
+                                                                    block_manager_.block_size());
+  if (pages_needed > block_manager_.num_blocks()) {
+    return OutOfRange("prompt + max_tokens needs " + std::to_string(pages_needed) +
                       " KV blocks, the cache has " + std::to_string(block_manager_.num_blocks()));
   }
   if (!config_.enable_chunked_prefill && num_prompt > config_.max_num_batched_tokens) {
@@ -326,8 +327,7 @@ SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens) co
   p.token_ids.reserve(num_new_tokens);
   for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
   p.block_table = seq.block_table;
-  CHECK_EQ(static_cast<int32_t>(p.block_table.size()),
-           CeilDiv(seq.num_computed + num_new_tokens, block_manager_.block_size()));
+  CHECK_EQ(block_manager_.NumLogicalBlocks(seq), CeilDiv(seq.num_computed + num_new_tokens, block_manager_.block_size()));
   p.needs_token = seq.num_computed + num_new_tokens == seq.num_tokens();
   p.sampling = seq.sampling;
   p.sample_index = static_cast<uint32_t>(seq.num_output_tokens());

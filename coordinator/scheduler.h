@@ -99,8 +99,9 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
+  // num_blocks: KV pages (one per layer group per logical block: kvstore/kv_groups.h).
   // REQUIRES: config values positive (prefill_chunk >= 0), num_blocks > 0, block_size > 0.
-  Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size);
+  Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size, KvGroups kv_groups = {});
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

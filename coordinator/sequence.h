@@ -80,8 +80,9 @@ struct Sequence {
   // needs_prompt_logprobs(); handed to the first token's event, then empty.
   std::vector<PromptTokenLogprob> prompt_logprobs;  // [<= P - 1]
 
-  // KV memory (written by BlockManager): logical block i -> physical block id.
-  std::vector<int32_t> block_table;  // [ceil(allocated positions / block_size)]
+  // KV memory (written by BlockManager): logical block i, layer group g (kvstore/kv_groups.h) ->
+  // page block_table[i * G + g]; -1 for a sliding group's page that fell out of the window.
+  std::vector<int32_t> block_table;  // [ceil(allocated positions / block_size) * G]
   // Chained content hashes of the leading full blocks whose K/V are computed.
   std::vector<uint64_t> block_hashes;  // [<= num_computed / block_size]
 

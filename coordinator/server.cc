@@ -517,7 +517,8 @@ void Server::HandleHello(const std::string& routing_id, const HelloMessage& hell
     return;
   }
   LOG(INFO) << "coordinator: worker group " << group_id << " registered: tp " << hello.tp_size << ", "
-            << hello.num_blocks << " blocks of " << hello.block_size << " tokens, host " << hello.hostname;
+            << hello.num_blocks << " KV pages of " << hello.block_size << " tokens in " << hello.kv_groups.num_groups()
+            << " layer group(s), " << hello.kv_groups.num_sliding() << " sliding, host " << hello.hostname;
   groups_.emplace(group_id, std::move(group));
   AdoptOrphans();
 }

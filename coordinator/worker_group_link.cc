@@ -17,7 +17,8 @@ WorkerGroupLink::WorkerGroupLink(uint32_t group_id, std::string routing_id, cons
     : group_id_(group_id),
       routing_id_(std::move(routing_id)),
       hello_(hello),
-      scheduler_(std::make_unique<Scheduler>(ForGroup(config, hello), hello.num_blocks, hello.block_size)),
+      scheduler_(std::make_unique<Scheduler>(ForGroup(config, hello), hello.num_blocks, hello.block_size,
+                                             hello.kv_groups)),
       last_seen_(Clock::now()),
       last_heartbeat_sent_(Clock::now()) {}
 

@@ -80,15 +80,4 @@ Status KvPool::CopyBlock(int64_t src, int64_t dst) {
   return OkStatus();
 }
 
-std::string KvPool::CapacityReport(int64_t max_model_len) const {
-  const int64_t tokens = num_slots();
-  std::string report = std::to_string(shape_.num_blocks) + " blocks = " + std::to_string(tokens) + " tokens";
-  if (max_model_len > 0) {
-    const int64_t blocks_per_seq = (max_model_len + shape_.block_size - 1) / shape_.block_size;
-    report += "; at max_model_len " + std::to_string(max_model_len) + " that is " +
-              std::to_string(shape_.num_blocks / blocks_per_seq) + " concurrent sequences";
-  }
-  return report;
-}
-
 }  // namespace tpserve

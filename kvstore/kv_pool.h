@@ -1,5 +1,6 @@
-// KvPool: one rank's block-paged key/value cache, the memory the block tables index.
-// Layout [L][2][num_blocks][block_size][Hkv][D] f32, 64-byte aligned: one layer's K (or V) is a
+// KvPool: one rank's block-paged key/value cache, the memory the block tables index. Its "layers" are
+// the layers of one page (kvstore/kv_layout.h: every model layer, or one layer group's) and its blocks
+// are pages. Layout [L][2][num_blocks][block_size][Hkv][D] f32, 64-byte aligned: one layer's K (or V) is a
 // contiguous [num_blocks, block_size, Hkv, D] array, which is what PagedAttention and WriteKvCache take.
 #pragma once
 
@@ -48,9 +49,6 @@ class KvPool {
   // Copies block src to block dst in every layer, K and V (copy-on-write of a shared prefix block).
   // INVALID_ARGUMENT if either id is outside [0, num_blocks).
   Status CopyBlock(int64_t src, int64_t dst);
-
-  // "N blocks = M tokens; at max_model_len X that is K concurrent sequences"
-  std::string CapacityReport(int64_t max_model_len) const;
 
  private:
   struct FreeDeleter {

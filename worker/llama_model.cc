@@ -147,7 +147,8 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   }
   ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
   ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
-  WriteKvCache(k_.data(), v_.data(), batch.slot_mapping, num_tokens, num_kv_heads, head_dim, cache.k, cache.v);
+  const int32_t* slots = batch.slot_mapping + cache.group * num_tokens;
+  WriteKvCache(k_.data(), v_.data(), slots, num_tokens, num_kv_heads, head_dim, cache.k, cache.v);
 
   PagedAttentionArgs args;
   args.q = q_.data();
@@ -155,7 +156,7 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   args.v_cache = cache.v;
   args.token_seq = batch.token_seq;
   args.positions = batch.positions;
-  args.block_tables = batch.block_tables;
+  args.block_tables = batch.block_tables + cache.group * batch.num_seqs * batch.max_blocks_per_seq;
   args.kv_head_of_q = shard_.kv_head_of_q.data();
   args.max_blocks_per_seq = batch.max_blocks_per_seq;
   args.num_tokens = num_tokens;

@@ -22,10 +22,12 @@
 
 namespace tpserve {
 
-// One layer's paged cache on this rank: K and V, each [num_blocks, block_size, Hkv, D].
+// One layer's paged cache on this rank: K and V, each [num_pages, block_size, Hkv, D] (page stride: the
+// pool's), and the layer group (kvstore/kv_layout.h) whose slot mapping and block tables address them.
 struct LayerKvCache {
   float* k = nullptr;
   float* v = nullptr;
+  int group = 0;
 };
 
 // The flattened step. Every pointer is borrowed for the duration of Forward.
@@ -33,10 +35,11 @@ struct ForwardBatch {
   const int32_t* token_ids = nullptr;     // [T]
   const int32_t* positions = nullptr;     // [T] absolute position of each token in its sequence
   const int32_t* token_seq = nullptr;     // [T] sequence index s in [0, S)
-  const int32_t* slot_mapping = nullptr;  // [T] cache slot = block * block_size + offset
-  const int32_t* block_tables = nullptr;  // [S, max_blocks_per_seq]
+  const int32_t* slot_mapping = nullptr;  // [G, T] cache slot = page * block_size + offset, per layer group
+  const int32_t* block_tables = nullptr;  // [G, S, max_blocks_per_seq] pages per layer group
   const int32_t* logit_rows = nullptr;    // [num_logit_rows] token indices whose logits are wanted
   int64_t num_tokens = 0;                 // T
+  int64_t num_seqs = 0;                   // S
   int64_t max_blocks_per_seq = 0;
   int64_t num_logit_rows = 0;
   int64_t block_size = 0;

@@ -38,24 +38,28 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
   executor->block_size_ = options.block_size;
   ASSIGN_OR_RETURN(executor->model_, LlamaModel::Load(config, weights, shard, options.merge_column_parallel));
 
+  executor->kv_layout_ = ExecutorKvLayout(config, options);
+  const int64_t page_layers = executor->kv_layout_.layers_per_page;
   int64_t num_blocks = options.num_kv_blocks;
   if (num_blocks <= 0) {
-    num_blocks = KvPool::BlocksForBudget(options.kv_memory_bytes, config.num_layers, shard.num_kv_heads(),
-                                         config.head_dim, options.block_size);
+    num_blocks = KvPool::BlocksForBudget(options.kv_memory_bytes, page_layers, shard.num_kv_heads(), config.head_dim,
+                                         options.block_size);
   }
   if (num_blocks <= 0) {
     return ResourceExhausted("KV memory budget of " + std::to_string(options.kv_memory_bytes) +
                              " bytes holds no block");
   }
   KvPoolShape kv_shape;
-  kv_shape.num_layers = config.num_layers;
+  kv_shape.num_layers = page_layers;
   kv_shape.num_kv_heads = shard.num_kv_heads();
   kv_shape.head_dim = config.head_dim;
   kv_shape.block_size = options.block_size;
   kv_shape.num_blocks = num_blocks;
   ASSIGN_OR_RETURN(executor->kv_pool_, KvPool::Create(kv_shape));
   for (int l = 0; l < config.num_layers; ++l) {
-    executor->kv_caches_.push_back({executor->kv_pool_->KeyCache(l), executor->kv_pool_->ValueCache(l)});
+    const int slot = executor->kv_layout_.layer_slot[l];
+    executor->kv_caches_.push_back({executor->kv_pool_->KeyCache(slot), executor->kv_pool_->ValueCache(slot),
+                                    executor->kv_layout_.layer_group[l]});
   }
   const int num_threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultThreads();
   const int poll_us = options.poll_us >= 0 ? options.poll_us : ThreadPool::DefaultPollMicros();
@@ -65,13 +69,22 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
   return executor;
 }
 
-std::string ModelExecutor::CapacityReport() const { return kv_pool_->CapacityReport(config().context_length); }
+KvLayout ExecutorKvLayout(const ModelConfig& config, const ExecutorOptions& options) {
+  if (!options.free_sliding_kv) return KvLayout::Shared(config.num_layers);
+  std::vector<bool> sliding(config.num_layers);
+  for (int l = 0; l < config.num_layers; ++l) sliding[l] = config.IsSlidingLayer(l);
+  return KvLayout::Windowed(sliding, config.sliding_window);
+}
+
+std::string ModelExecutor::CapacityReport() const {
+  return kv_layout_.CapacityReport(kv_pool_->num_blocks(), block_size_, config().context_length);
+}
 
 StatusOr<StepResult> ModelExecutor::Execute(const StepPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
   const double collective_start = comm_->collective_seconds();
-  RETURN_IF_ERROR(ValidateStepPlan(plan, num_kv_blocks(), block_size_, config().vocab_size));
-  RETURN_IF_ERROR(FlattenStepPlan(plan, block_size_, num_kv_blocks(), &batch_));
+  RETURN_IF_ERROR(ValidateStepPlan(plan, num_kv_blocks(), block_size_, config().vocab_size, kv_layout_.groups));
+  RETURN_IF_ERROR(FlattenStepPlan(plan, block_size_, num_kv_blocks(), &batch_, kv_layout_.groups));
   for (const auto& [src, dst] : plan.block_copies) RETURN_IF_ERROR(kv_pool_->CopyBlock(src, dst));
 
   StepResult result;
@@ -83,6 +96,7 @@ StatusOr<StepResult> ModelExecutor::Execute(const StepPlan& plan) {
     batch.token_seq = batch_.token_seq.data();
     batch.slot_mapping = batch_.slot_mapping.data();
     batch.block_tables = batch_.block_tables.data();
+    batch.num_seqs = static_cast<int64_t>(plan.sequences.size());
     batch.logit_rows = batch_.logit_rows.data();
     batch.num_tokens = batch_.num_tokens();
     batch.max_blocks_per_seq = batch_.max_blocks_per_seq;

@@ -12,6 +12,7 @@
 #include "comm/step_plan.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
+#include "kvstore/kv_layout.h"
 #include "kvstore/kv_pool.h"
 #include "model/model_config.h"
 #include "worker/llama_model.h"
@@ -31,7 +32,14 @@ struct ExecutorOptions {
   int num_threads = 0;  // 0: ThreadPool::DefaultThreads()
   int poll_us = -1;     // kernel threads poll this long for work before sleeping; < 0: ThreadPool::DefaultPollMicros()
   bool merge_column_parallel = true;  // see LlamaModel::Load; false only for A/B checks
+  // Sliding-window layers get pages of their own that the coordinator frees once they fall out of the
+  // window (KvLayout::Windowed; block tables then hold a page per layer group). false: one group of
+  // every layer (KvLayout::Shared), the table tpserve-run and the tests build by hand.
+  bool free_sliding_kv = false;
 };
+
+// The KV layout an executor with `options` uses for `config`.
+KvLayout ExecutorKvLayout(const ModelConfig& config, const ExecutorOptions& options);
 
 // Checks the options against the group (`comm`'s rank and size must equal tp_rank / tp_size; a positive
 // block size) and plans this rank's shard of `config`, slicing the row-parallel weights of `weights` on
@@ -59,10 +67,11 @@ class ModelExecutor {
 
   const ModelConfig& config() const { return model_->config(); }
   const ShardPlan& shard() const { return model_->shard(); }
-  int64_t num_kv_blocks() const { return kv_pool_->num_blocks(); }
+  int64_t num_kv_blocks() const { return kv_pool_->num_blocks(); }  // pages
+  const KvLayout& kv_layout() const { return kv_layout_; }
   int block_size() const { return block_size_; }
   int64_t weight_bytes() const { return model_->weight_bytes(); }  // this rank's resident weight bytes
-  // "N blocks = M tokens; at max_model_len X that is K concurrent sequences"
+  // KvLayout::CapacityReport at the model's context length.
   std::string CapacityReport() const;
 
  private:
@@ -71,6 +80,7 @@ class ModelExecutor {
   Communicator* comm_ = nullptr;
   int block_size_ = 16;
   std::unique_ptr<LlamaModel> model_;
+  KvLayout kv_layout_;
   std::unique_ptr<KvPool> kv_pool_;
   std::vector<LayerKvCache> kv_caches_;  // [L]
   std::unique_ptr<ThreadPool> pool_;

@@ -13,7 +13,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size) {
+Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size,
+                        const KvGroups& groups) {
+  const int64_t num_groups = groups.num_groups();
   for (const auto& [src, dst] : plan.block_copies) {
     if (src < 0 || src >= num_kv_blocks || dst < 0 || dst >= num_kv_blocks) {
       return InvalidArgument("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the " +
@@ -42,15 +44,19 @@ Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_s
       if (!sampling.ok()) return InvalidArgument(where + sampling.message());
     }
     const int64_t num_positions = int64_t{seq.num_cached} + static_cast<int64_t>(seq.token_ids.size());
-    const int64_t needed = CeilDiv(num_positions, block_size);
+    const int64_t needed = CeilDiv(num_positions, block_size) * num_groups;
     if (static_cast<int64_t>(seq.block_table.size()) < needed) {
       return InvalidArgument(where + "block table has " + std::to_string(seq.block_table.size()) +
-                             " blocks, positions up to " + std::to_string(num_positions) + " need " +
-                             std::to_string(needed));
+                             " pages, positions up to " + std::to_string(num_positions) + " in " +
+                             std::to_string(num_groups) + " layer groups need " + std::to_string(needed));
     }
-    for (int64_t b = 0; b < needed; ++b) {
-      if (seq.block_table[b] < 0 || seq.block_table[b] >= num_kv_blocks) {
-        return InvalidArgument(where + "block id " + std::to_string(seq.block_table[b]) + " outside the " +
+    // A sliding group's queries in this step read keys from num_cached - window + 1 on.
+    const int64_t first_live = groups.FirstLiveBlock(seq.num_cached, block_size);
+    for (int64_t i = 0; i < needed; ++i) {
+      const int32_t page = seq.block_table[i];
+      if (page == -1 && groups.sliding[i % num_groups] && i / num_groups < first_live) continue;
+      if (page < 0 || page >= num_kv_blocks) {
+        return InvalidArgument(where + "block id " + std::to_string(page) + " outside the " +
                                std::to_string(num_kv_blocks) + " KV blocks");
       }
     }
@@ -58,11 +64,12 @@ Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_s
   return OkStatus();
 }
 
-Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch) {
+Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch,
+                       const KvGroups& groups) {
+  const int64_t num_groups = groups.num_groups();
   batch->token_ids.clear();
   batch->positions.clear();
   batch->token_seq.clear();
-  batch->slot_mapping.clear();
   batch->logit_rows.clear();
   batch->sampled_seqs.clear();
   batch->score_targets.clear();
@@ -75,17 +82,25 @@ Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_bloc
     batch->max_blocks_per_seq = std::max(batch->max_blocks_per_seq, CeilDiv(num_positions, block_size));
   }
   const int64_t num_seqs = static_cast<int64_t>(plan.sequences.size());
-  batch->block_tables.assign(num_seqs * batch->max_blocks_per_seq, 0);
+  int64_t num_tokens = 0;
+  for (const SequencePlan& seq : plan.sequences) num_tokens += static_cast<int64_t>(seq.token_ids.size());
+  const int64_t group_stride = num_seqs * batch->max_blocks_per_seq;
+  batch->block_tables.assign(num_groups * group_stride, 0);
+  batch->slot_mapping.resize(num_groups * num_tokens);
+  std::vector<int32_t> group_table;  // one group's column of a sequence's table
   for (int64_t s = 0; s < num_seqs; ++s) {
     const SequencePlan& seq = plan.sequences[s];
     const int64_t n = static_cast<int64_t>(seq.token_ids.size());
     const int64_t needed = CeilDiv(seq.num_cached + n, block_size);
-    std::copy(seq.block_table.begin(), seq.block_table.begin() + needed,
-              batch->block_tables.begin() + s * batch->max_blocks_per_seq);
     const size_t first = batch->token_ids.size();
-    batch->slot_mapping.resize(first + n);
-    RETURN_IF_ERROR(ComputeSlotMapping(seq.block_table, seq.num_cached, n, block_size,
-                                       batch->slot_mapping.data() + first, num_kv_blocks));
+    for (int64_t g = 0; g < num_groups; ++g) {
+      group_table.resize(needed);
+      for (int64_t b = 0; b < needed; ++b) group_table[b] = std::max(0, seq.block_table[b * num_groups + g]);
+      std::copy(group_table.begin(), group_table.end(),
+                batch->block_tables.begin() + g * group_stride + s * batch->max_blocks_per_seq);
+      RETURN_IF_ERROR(ComputeSlotMapping(group_table, seq.num_cached, n, block_size,
+                                         batch->slot_mapping.data() + g * num_tokens + first, num_kv_blocks));
+    }
     for (int64_t i = 0; i < n; ++i) {
       batch->token_ids.push_back(seq.token_ids[i]);
       batch->positions.push_back(static_cast<int32_t>(seq.num_cached + i));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/step_plan.h"
+#include "common/kv_groups.h"
 #include "common/status.h"
 
 namespace tpserve {
@@ -14,8 +15,9 @@ struct StepBatch {
   std::vector<int32_t> token_ids;     // [T]
   std::vector<int32_t> positions;     // [T] absolute position of each token in its sequence
   std::vector<int32_t> token_seq;     // [T] sequence index s in [0, S)
-  std::vector<int32_t> slot_mapping;  // [T] cache slot = block * block_size + offset
-  std::vector<int32_t> block_tables;  // [S, max_blocks_per_seq] (padding is 0 and never read)
+  std::vector<int32_t> slot_mapping;  // [G, T] cache slot = page * block_size + offset, per layer group
+  // [G, S, max_blocks_per_seq] pages per layer group (padding and released pages are 0, never read)
+  std::vector<int32_t> block_tables;
   int64_t max_blocks_per_seq = 1;
   // Token index of each row whose logits the LM head computes: the sampled rows first, then the
   // scored rows of the sequences with prompt_logprobs (plan order, position order within one).
@@ -31,13 +33,17 @@ struct StepBatch {
 };
 
 // The plan errors an executor must refuse before touching its cache, all INVALID_ARGUMENT: a block
-// copy or block id outside [0, num_kv_blocks), a block table too short for its positions, a token id
+// copy or page id outside [0, num_kv_blocks), a block table too short for its positions and layer
+// groups (SequencePlan::block_table is [logical block][group], common/kv_groups.h), a released page
+// (-1) that a sliding group's window still reads or a full group's page, a token id
 // outside [0, vocab_size) (next_prompt_token included), an empty sequence, a negative num_cached,
 // bad sampling parameters, a negative num_logprobs with prompt_logprobs.
-Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size);
+Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size,
+                        const KvGroups& groups = {});
 
 // Rebuilds *batch from `plan` (sequences in plan order). REQUIRES: ValidateStepPlan(plan, ...) is OK.
 // The batch borrows the plan's SequencePlans: keep the plan alive while the batch is used.
-Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch);
+Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_blocks, StepBatch* batch,
+                       const KvGroups& groups = {});
 
 }  // namespace tpserve

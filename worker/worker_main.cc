@@ -5,7 +5,7 @@
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
 //       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
-//       [--device cpu|cuda]          (tpserve-worker --help: what each flag does)
+//       [--device cpu|cuda] [--sliding-kv free|keep]   (tpserve-worker --help: what each flag does)
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +43,7 @@ struct WorkerFlags {
   int deadline_s = 30;
   std::string device_name = "cpu";
   Device device = Device::kCpu;  // from device_name
+  std::string sliding_kv = "free";
 };
 
 void AddFlags(CLI::App& app, WorkerFlags& f) {
@@ -63,6 +64,9 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--keys", f.keys_dir, "CURVE: DIR/coordinator.pub and DIR/workers/<key name>.key");
   app.add_option("--key-name", f.key_name, "CURVE: the group's key name under DIR/workers");
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
+  app.add_option("--sliding-kv", f.sliding_kv, "free: sliding-window layers give back the KV pages that fell out of "
+                 "their window (CPU); keep: every layer keeps its pages until the sequence ends")
+      ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
 }
 
 Status Serve(const WorkerFlags& flags) {
@@ -74,14 +78,17 @@ Status Serve(const WorkerFlags& flags) {
   runtime.collectives.deadline = std::chrono::seconds(flags.deadline_s);
   runtime.control.deadline = std::chrono::seconds(flags.deadline_s);
 
+  ExecutorOptions base;
+  base.block_size = flags.block_size;
+  base.kv_memory_bytes = flags.kv_memory_mb << 20;
+  base.num_threads = flags.threads > 0 ? flags.threads : DefaultThreadsPerRank();
+  base.poll_us = flags.poll_us;
+  // The CUDA executor keeps one page per block for every layer (its paged attention takes one table).
+  base.free_sliding_kv = flags.sliding_kv == "free" && flags.device == Device::kCpu;
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
-    ExecutorOptions options;
+    ExecutorOptions options = base;
     options.tp_rank = comm->rank();
     options.tp_size = comm->size();
-    options.block_size = flags.block_size;
-    options.kv_memory_bytes = flags.kv_memory_mb << 20;
-    options.num_threads = flags.threads > 0 ? flags.threads : DefaultThreadsPerRank();
-    options.poll_us = flags.poll_us;
     return LoadShard(flags.device, *model, comm, options);  // the executor logs its weight bytes and KV capacity
   };
 
@@ -98,16 +105,17 @@ Status Serve(const WorkerFlags& flags) {
     hello.tp_size = info.tp_size;
     hello.num_blocks = static_cast<int32_t>(std::min<int64_t>(info.num_kv_blocks, INT32_MAX));
     hello.block_size = flags.block_size;
+    hello.kv_groups = ExecutorKvLayout(config, base).groups;
     int64_t max_len = flags.max_model_len > 0 ? flags.max_model_len : config.context_length;
-    if (max_len <= 0) max_len = info.num_kv_blocks * flags.block_size;
+    if (max_len <= 0) max_len = info.num_kv_blocks / hello.kv_groups.num_groups() * flags.block_size;
     hello.max_model_len = static_cast<int32_t>(std::min<int64_t>(max_len, INT32_MAX));
     hello.vocab_size = config.vocab_size;
     char host[256] = {};
     gethostname(host, sizeof(host) - 1);
     hello.hostname = host;
     hello.pid = static_cast<int32_t>(getpid());
-    LOG(INFO) << "worker group of " << info.tp_size << " ranks up: " << info.num_kv_blocks << " KV blocks of "
-              << flags.block_size << " tokens; model " << hello.model.ToHex() << "; connecting to "
+    LOG(INFO) << "worker group of " << info.tp_size << " ranks up: " << info.num_kv_blocks << " KV pages of "
+              << flags.block_size << " tokens in " << hello.kv_groups.num_groups() << " layer group(s); model " << hello.model.ToHex() << "; connecting to "
               << flags.coordinator;
     zmq::context_t context;
     Status served = ServeCoordinator(context, group, session);

@@ -16,7 +16,7 @@ using Common = import "common.capnp";
 
 # Version 2: SequencePlan.sampling is common.capnp's SamplingParams; numLogprobs moved to SequencePlan.
 # Version 3: prompt logprobs (SequencePlan.promptLogprobs / nextPromptToken, StepResult.promptLogprobs).
-const workerProtocolVersion :UInt32 = 3;
+const workerProtocolVersion :UInt32 = 4;
 
 struct SequencePlan {
   seqId @0 :UInt64;
@@ -95,6 +95,12 @@ struct Hello {
   vocabSize @6 :Int32;
   hostname @7 :Text;
   pid @8 :Int32;
+  # The KV pages' layer groups (common/kv_groups.h): whether each group attends through a sliding
+  # window of slidingWindow keys. numBlocks counts pages; a block table holds one page per group per
+  # logical block (block-major), -1 for a sliding group's page that fell out of the window.
+  # Protocol 4; an empty list is one full-attention group.
+  kvGroupSliding @9 :List(Bool);
+  slidingWindow @10 :Int32;
 }
 
 struct Welcome {

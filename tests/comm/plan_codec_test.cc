@@ -227,7 +227,12 @@ TEST(PlanCodecTest, InvalidFieldsAreInvalidArgument) {
     EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument) << what;
   };
   expect_invalid([](StepPlan& p) { p.sequences[0].token_ids[0] = -1; }, "negative token");
-  expect_invalid([](StepPlan& p) { p.sequences[1].block_table.push_back(-3); }, "negative block");
+  expect_invalid([](StepPlan& p) { p.sequences[1].block_table.push_back(-3); }, "block id below -1");
+  {  // -1 (a released sliding-window page) passes the codec; the executor judges it
+    StepPlan plan = good;
+    plan.sequences[1].block_table.push_back(-1);
+    EXPECT_TRUE(DecodeStepPlan(EncodeStepPlan(plan)).ok());
+  }
   expect_invalid([](StepPlan& p) { p.sequences[0].num_cached = -1; }, "negative num_cached");
   expect_invalid([](StepPlan& p) { p.sequences[0].token_ids.clear(); }, "no tokens");
   expect_invalid([](StepPlan& p) { p.sequences[1].seq_id = p.sequences[0].seq_id; }, "duplicate seq");

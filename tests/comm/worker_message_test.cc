@@ -30,7 +30,10 @@ TEST(WorkerMessageTest, HelloRoundTrip) {
   hello.vocab_size = 49152;
   hello.hostname = "node-a";
   hello.pid = 4242;
+  hello.kv_groups.sliding = {true, false, true, true};
+  hello.kv_groups.window = 512;
   auto got = std::get<HelloMessage>(RoundTrip(hello));
+  EXPECT_EQ(got.kv_groups, hello.kv_groups);
   EXPECT_EQ(got.protocol_version, kWorkerProtocolVersion);
   EXPECT_EQ(got.model, hello.model);
   EXPECT_EQ(got.tp_size, 3);
@@ -43,6 +46,19 @@ TEST(WorkerMessageTest, HelloRoundTrip) {
   EXPECT_TRUE(CheckProtocolVersion(got).ok());
   got.protocol_version = kWorkerProtocolVersion + 1;
   EXPECT_EQ(CheckProtocolVersion(got).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(WorkerMessageTest, HelloWithoutGroupsIsOneFullGroupAndSlidingNeedsAWindow) {
+  HelloMessage hello;
+  hello.kv_groups.sliding.clear();  // what a sender that sets no group writes
+  auto got = std::get<HelloMessage>(RoundTrip(hello));
+  EXPECT_EQ(got.kv_groups, KvGroups{});
+  hello.kv_groups.sliding = {true};
+  hello.kv_groups.window = 0;
+  auto refused = DecodeWorkerMessage(EncodeWorkerMessage(hello));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("window"), std::string::npos) << refused.status().ToString();
 }
 
 TEST(WorkerMessageTest, EveryKindRoundTrips) {

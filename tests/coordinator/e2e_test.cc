@@ -38,8 +38,9 @@ struct Request {
 class EndToEnd {
  public:
   // Opens `model`, starts a Server and an np-rank worker group whose ranks each get `kv_memory_mb`
-  // of KV cache; sets `skip` when impossible.
-  EndToEnd(const std::string& model, int num_ranks, int kv_memory_mb = 64) {
+  // of KV cache (and `worker_args`); sets `skip` when impossible.
+  EndToEnd(const std::string& model, int num_ranks, int kv_memory_mb = 64,
+           const std::vector<std::string>& worker_args = {}) {
     worker_binary_ = testing::FindWorkerBinary();
     if (worker_binary_.empty()) {
       skip_reason = "tpserve-worker is not built";
@@ -67,8 +68,10 @@ class EndToEnd {
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
     run_ = std::thread([this] { run_status_ = server_->Run(); });
+    std::vector<std::string> args = {"--kv-memory-mb", std::to_string(kv_memory_mb)};
+    args.insert(args.end(), worker_args.begin(), worker_args.end());
     group_ = std::make_unique<testing::MpiWorkerGroup>(worker_binary_, model, server_->worker_endpoint(), num_ranks,
-                                                       std::vector<std::string>{"--kv-memory-mb", std::to_string(kv_memory_mb)});
+                                                       args);
     ClientOptions client_options;
     client_options.server = server_->client_endpoint();
     client_options.timeout = kWait;
@@ -327,7 +330,24 @@ class EndToEndTest : public ::testing::Test {
   static std::string SyntheticModelName() {
     return (std::filesystem::temp_directory_path() / ("tpserve_e2e_" + std::to_string(getpid()) + ".gguf")).string();
   }
-  static void TearDownTestSuite() { std::filesystem::remove(SyntheticModelName()); }
+  static void TearDownTestSuite() {
+    std::filesystem::remove(SyntheticModelName());
+    std::filesystem::remove(SyntheticModelName() + ".gemma3");
+  }
+  // Gemma 3's shape: 5 sliding layers (4-key window) and 1 full, one KV head; 2,048 positions.
+  static std::string Gemma3ModelPath() {
+    static const std::string path = [] {
+      SyntheticModelOptions options;
+      options.config = *SyntheticPreset("gemma3-tiny");
+      options.config.context_length = 2048;
+      options.seed = 13;
+      const std::string p = SyntheticModelName() + ".gemma3";
+      Status written = WriteSyntheticGguf(options, p);
+      EXPECT_TRUE(written.ok()) << written.ToString();
+      return p;
+    }();
+    return path;
+  }
   // Written once per test binary, removed after the suite.
   static std::string SyntheticModelPath() {
     static const std::string path = [] {
@@ -377,6 +397,53 @@ TEST_F(EndToEndTest, SyntheticModelTp2PreemptsUnderKvPressure) {
   const proto::StatsReply stats = e2e.WaitIdle();
   EXPECT_GT(stats.num_preemptions, 0u) << "the cache was meant to run out (" << stats.blocks_total << " blocks)";
   EXPECT_EQ(stats.blocks_used, 0u);
+}
+
+// Sliding-window layers' pages freed (the worker's default, --sliding-kv free) against kept, on 1 MiB
+// of KV per rank (keep: 42 blocks of 16 tokens x 6 layers; free: 256 pages of 1 layer): mixed
+// concurrent requests give the same ids either way; a 1,000-token sequence does not fit the kept
+// layout (refused, OUT_OF_RANGE) and is served by the freed one with the ids the kept layout gives it
+// on 4 MiB; prefix hits work across the released pages; nothing stays in use.
+TEST_F(EndToEndTest, SyntheticGemma3FreesSlidingPagesWithTheSameIds) {
+  struct Run {
+    const char* mode;
+    int kv_memory_mb;
+    bool long_fits;
+  };
+  std::vector<Request> requests;
+  proto::GenerateRequest long_request;
+  std::vector<std::vector<int32_t>> mixed_ids;
+  std::vector<int32_t> long_ids;
+  for (const Run& run : {Run{"keep", 4, true}, Run{"keep", 1, false}, Run{"free", 1, true}}) {
+    SCOPED_TRACE(std::string(run.mode) + " " + std::to_string(run.kv_memory_mb) + " MiB");
+    EndToEnd e2e(Gemma3ModelPath(), 2, run.kv_memory_mb, {"--sliding-kv", run.mode});
+    if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+    ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+    if (requests.empty()) {
+      requests = e2e.MixedRequests(16, 60, 32, 99);
+      long_request = e2e.MixedRequests(1, 1, 1, 5)[0].request;
+      std::mt19937 rng(8);
+      long_request.prompt_ids.clear();
+      for (int t = 0; t < 900; ++t) long_request.prompt_ids.push_back(3 + static_cast<int32_t>(rng() % 290));
+      long_request.max_tokens = 100;
+      long_request.ignore_eos = true;
+    }
+    const std::vector<std::vector<int32_t>> ids = e2e.RunConcurrently(requests);
+    if (mixed_ids.empty()) mixed_ids = ids;
+    EXPECT_EQ(ids, mixed_ids);
+    auto long_answer = e2e.client_->Generate(long_request);
+    if (!run.long_fits) {
+      ASSERT_FALSE(long_answer.ok());
+      EXPECT_EQ(long_answer.status().code(), StatusCode::kOutOfRange) << long_answer.status().ToString();
+    } else {
+      ASSERT_TRUE(long_answer.ok()) << long_answer.status().ToString();
+      if (long_ids.empty()) long_ids = long_answer->token_ids[0];
+      EXPECT_EQ(long_answer->token_ids[0], long_ids);
+      EXPECT_EQ(long_ids.size(), 100u);
+    }
+    CheckPrefixCache(e2e, 48);
+    EXPECT_EQ(e2e.WaitIdle().blocks_used, 0u);
+  }
 }
 
 TEST_F(EndToEndTest, SmolLM2Tp2) {

@@ -5,6 +5,10 @@
 // NextToken(seq_id, context), and the prompt logprobs of tests/coordinator/fake_prompt_logprobs.h.
 // So a wrong block table, a missed copy-on-write or a bad prefix-cache
 // hit changes the tokens, and tests compare against ReferenceOutput, which never touches blocks.
+// With layer groups (common/kv_groups.h) every group has its own page per block: each token is
+// written into every group, the context is read from the first full-attention group, and every key
+// a sliding group's query would attend (the window of each position computed) must hold the same
+// token there, so a page released too early, or a released page still in the table, fails the test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "comm/step_plan.h"
+#include "common/kv_groups.h"
 #include "coordinator/sequence.h"
 #include "tests/coordinator/fake_prompt_logprobs.h"
 
@@ -54,8 +59,16 @@ inline std::vector<int32_t> ReferenceOutput(uint64_t seq_id, const std::vector<i
 
 class FakeKvWorker {
  public:
-  FakeKvWorker(int32_t num_blocks, int32_t block_size)
-      : num_blocks_(num_blocks), block_size_(block_size), slots_(num_blocks * block_size, -1) {}
+  // REQUIRES: some group of `groups` attends fully (the context is read from it).
+  FakeKvWorker(int32_t num_blocks, int32_t block_size, KvGroups groups = {})
+      : num_blocks_(num_blocks),
+        block_size_(block_size),
+        groups_(std::move(groups)),
+        full_group_(static_cast<int32_t>(std::find(groups_.sliding.begin(), groups_.sliding.end(), false) -
+                                         groups_.sliding.begin())),
+        slots_(num_blocks * block_size, -1) {
+    EXPECT_LT(full_group_, groups_.num_groups()) << "the fake reads its context from a full-attention group";
+  }
 
   StepResult Execute(const StepPlan& plan) {
     StepResult result;
@@ -68,21 +81,27 @@ class FakeKvWorker {
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
       const SequencePlan& sp = plan.sequences[i];
       const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
-      EXPECT_EQ(static_cast<int32_t>(sp.block_table.size()), (end + block_size_ - 1) / block_size_)
+      EXPECT_EQ(static_cast<int32_t>(sp.block_table.size()),
+                (end + block_size_ - 1) / block_size_ * groups_.num_groups())
           << "seq " << sp.seq_id;
       for (size_t k = 0; k < sp.token_ids.size(); ++k) {
-        const int32_t slot = Slot(sp, sp.num_cached + static_cast<int32_t>(k));
-        if (slot < 0) return result;
-        EXPECT_EQ(written_by[slot], -1) << "two sequences write slot " << slot << " in one step";
-        written_by[slot] = static_cast<int32_t>(i);
-        slots_[slot] = sp.token_ids[k];
+        for (int32_t g = 0; g < groups_.num_groups(); ++g) {
+          const int32_t slot = Slot(sp, sp.num_cached + static_cast<int32_t>(k), g);
+          if (slot < 0) return result;
+          EXPECT_EQ(written_by[slot], -1) << "two sequences write slot " << slot << " in one step";
+          written_by[slot] = static_cast<int32_t>(i);
+          slots_[slot] = sp.token_ids[k];
+        }
       }
+    }
+    for (const SequencePlan& sp : plan.sequences) {
+      if (!CheckWindows(sp)) return result;
     }
     for (const SequencePlan& sp : plan.sequences) {
       if (!sp.prompt_logprobs) continue;
       result.prompt_logprobs.push_back(
           testing::FakeScoreChunk(sp, [&](int32_t pos) {
-            const int32_t slot = Slot(sp, pos);
+            const int32_t slot = Slot(sp, pos, full_group_);
             return slot < 0 ? -1 : slots_[static_cast<size_t>(slot)];
           }));
     }
@@ -91,7 +110,7 @@ class FakeKvWorker {
       const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
       std::vector<int32_t> context;
       for (int32_t pos = 0; pos < end; ++pos) {
-        const int32_t slot = Slot(sp, pos);
+        const int32_t slot = Slot(sp, pos, full_group_);
         if (slot < 0) return result;
         EXPECT_GE(slots_[slot], 0) << "seq " << sp.seq_id << " reads an unwritten slot at " << pos;
         context.push_back(slots_[slot]);
@@ -116,22 +135,40 @@ class FakeKvWorker {
   void WipeKv() { std::fill(slots_.begin(), slots_.end(), -1); }
 
  private:
-  int32_t Slot(const SequencePlan& sp, int32_t pos) {
-    const size_t index = static_cast<size_t>(pos / block_size_);
+  int32_t Slot(const SequencePlan& sp, int32_t pos, int32_t group) {
+    const size_t index = static_cast<size_t>(pos / block_size_ * groups_.num_groups() + group);
     if (index >= sp.block_table.size()) {
       ADD_FAILURE() << "seq " << sp.seq_id << " position " << pos << " beyond its block table";
       return -1;
     }
     const int32_t block = sp.block_table[index];
     if (block < 0 || block >= num_blocks_) {
-      ADD_FAILURE() << "seq " << sp.seq_id << " block id " << block << " out of range";
+      ADD_FAILURE() << "seq " << sp.seq_id << " group " << group << " position " << pos << ": page " << block
+                    << " out of range (released too early?)";
       return -1;
     }
     return block * block_size_ + pos % block_size_;
   }
 
+  // Every key a sliding group's query reads in this step holds what the full group holds there.
+  bool CheckWindows(const SequencePlan& sp) {
+    const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
+    const int32_t first_key = std::max(0, sp.num_cached - groups_.window + 1);
+    for (int32_t g = 0; g < groups_.num_groups(); ++g) {
+      if (!groups_.sliding[g]) continue;
+      for (int32_t pos = first_key; pos < end; ++pos) {
+        const int32_t slot = Slot(sp, pos, g), full = Slot(sp, pos, full_group_);
+        if (slot < 0 || full < 0) return false;
+        EXPECT_EQ(slots_[slot], slots_[full]) << "seq " << sp.seq_id << " group " << g << " position " << pos;
+      }
+    }
+    return true;
+  }
+
   const int32_t num_blocks_;
   const int32_t block_size_;
+  const KvGroups groups_;
+  const int32_t full_group_;
   std::vector<int32_t> slots_;  // [num_blocks * block_size] token id stored in each KV slot
   std::function<int32_t(uint64_t, const std::vector<int32_t>&)> override_;
   int64_t num_steps_ = 0;

@@ -45,8 +45,9 @@ struct StepExpect {
 // A scheduler, a fake worker group, and everything the events said.
 class SchedulerHarness {
  public:
-  SchedulerHarness(const SchedulerConfig& config, int32_t num_blocks)
-      : scheduler_(config, num_blocks, kBlockSize), worker_(num_blocks, kBlockSize), config_(config) {
+  // num_blocks: pages; groups: the worker's layer groups (default: one full group).
+  SchedulerHarness(const SchedulerConfig& config, int32_t num_blocks, const KvGroups& groups = {})
+      : scheduler_(config, num_blocks, kBlockSize, groups), worker_(num_blocks, kBlockSize, groups), config_(config) {
     scheduler_.SetClock([this] { return now_; });
   }
 

@@ -20,12 +20,14 @@ struct WorkloadCase {
   SchedulerConfig config;
   int32_t num_blocks;
   bool expect_preemptions;
+  KvGroups groups = {};
 };
 
 struct WorkloadOutcome {
   int64_t num_preemptions = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t num_copies = 0;
+  int64_t num_window_releases = 0;
   uint64_t plan_digest = 0;
 };
 
@@ -38,7 +40,7 @@ WorkloadOutcome RunWorkload(const WorkloadCase& c, uint32_t seed) {
     for (int32_t& t : p) t = uniform(1, 999);
     prefixes.push_back(p);
   }
-  SchedulerHarness h(c.config, c.num_blocks);
+  SchedulerHarness h(c.config, c.num_blocks, c.groups);
   constexpr int kNumRequests = 40;
   int next_request = 1;
   int steps = 0;
@@ -70,7 +72,8 @@ WorkloadOutcome RunWorkload(const WorkloadCase& c, uint32_t seed) {
   h.ExpectReferenceOutputs();
   h.ExpectNoLeaks();
   const SchedulerStats stats = h.scheduler().Stats();
-  return {stats.num_preemptions, stats.blocks.prefix_hit_tokens, stats.blocks.num_copies, h.plan_digest()};
+  return {stats.num_preemptions, stats.blocks.prefix_hit_tokens, stats.blocks.num_copies,
+          stats.blocks.num_window_releases, h.plan_digest()};
 }
 
 std::vector<WorkloadCase> Cases() {
@@ -95,6 +98,16 @@ std::vector<WorkloadCase> Cases() {
   roomy.max_num_batched_tokens = 64;
   roomy.max_num_seqs = 32;
   cases.push_back({"roomy", roomy, 512, false});
+
+  // Layer groups: two sliding (window 6) around a full one; sliding pages are released as sequences
+  // pass them, prefix hits need the window before their first recomputed token.
+  KvGroups window;
+  window.sliding = {true, false, true};
+  window.window = 6;
+  cases.push_back({"tight_prefix_chunked_window", tight, /*num_blocks=*/36, true, window});
+  SchedulerConfig window_chunks = tight;
+  window_chunks.prefill_chunk = 5;
+  cases.push_back({"window_small_chunks", window_chunks, 48, false, window});
   return cases;
 }
 
@@ -107,6 +120,7 @@ TEST(SchedulerWorkloadTest, EveryOutputMatchesItsSoloRunAndNothingLeaks) {
       total.num_preemptions += o.num_preemptions;
       total.prefix_hit_tokens += o.prefix_hit_tokens;
       total.num_copies += o.num_copies;
+      total.num_window_releases += o.num_window_releases;
       if (std::string(c.name) == "roomy") {
         EXPECT_EQ(o.num_preemptions, 0);
       }
@@ -118,6 +132,7 @@ TEST(SchedulerWorkloadTest, EveryOutputMatchesItsSoloRunAndNothingLeaks) {
       EXPECT_GT(total.prefix_hit_tokens, 0) << c.name;
     }
     EXPECT_GT(total.num_copies, 0) << c.name;  // n > 1 samples diverge in every case
+    EXPECT_EQ(total.num_window_releases > 0, c.groups.num_sliding() > 0) << c.name;
   }
 }
 

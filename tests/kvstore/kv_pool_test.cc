@@ -66,16 +66,5 @@ TEST(KvPoolTest, CopyBlockCopiesEveryLayerKeyAndValueAndNothingElse) {
   EXPECT_TRUE(pool.CopyBlock(2, 2).ok());
 }
 
-TEST(KvPoolTest, CapacityReport) {
-  auto pool_or = KvPool::Create({1, 1, 8, 16, 100});
-  ASSERT_TRUE(pool_or.ok());
-  EXPECT_EQ((*pool_or)->CapacityReport(500),
-            "100 blocks = 1600 tokens; at max_model_len 500 that is 3 concurrent sequences");
-  EXPECT_EQ((*pool_or)->CapacityReport(512),
-            "100 blocks = 1600 tokens; at max_model_len 512 that is 3 concurrent sequences");
-  EXPECT_EQ((*pool_or)->CapacityReport(16),
-            "100 blocks = 1600 tokens; at max_model_len 16 that is 100 concurrent sequences");
-}
-
 }  // namespace
 }  // namespace tpserve

@@ -6,13 +6,8 @@
 // replicated on every rank at TP 4).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cctype>
-#include <filesystem>
 
-#include "model/model_file.h"
-#include "model/synthetic_model.h"
 #include "tests/testing/reference_llama.h"
 #include "tests/testing/thread_communicator.h"
 #include "tests/worker/engine_test_util.h"
@@ -35,22 +30,8 @@ std::string CaseName(const ArchCase& c) {
   return name;
 }
 
-// Writes the preset's synthetic GGUF and opens it.
 std::unique_ptr<ModelFile> WriteAndOpen(const ArchCase& c) {
-  SyntheticModelOptions o;
-  auto preset = SyntheticPreset(c.preset);
-  CHECK(preset.ok()) << preset.status().ToString();
-  o.config = *preset;
-  o.type = c.type;
-  o.seed = 21;
-  const std::string path =
-      ::testing::TempDir() + "/tpserve_arch_" + std::to_string(getpid()) + "_" + CaseName(c) + ".gguf";
-  Status written = WriteSyntheticGguf(o, path);
-  CHECK(written.ok()) << written.ToString();
-  auto file = ModelFile::Open(path);
-  CHECK(file.ok()) << file.status().ToString();
-  std::filesystem::remove(path);  // the open file keeps its descriptor
-  return std::move(file).value();
+  return OpenSyntheticGguf(c.preset, c.type, 21, "arch_" + CaseName(c));
 }
 
 class ArchitectureTest : public ::testing::TestWithParam<ArchCase> {};

@@ -3,15 +3,19 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/model_file.h"
+#include "model/synthetic_model.h"
 #include "tests/testing/memory_weight_source.h"
 #include "worker/model_executor.h"
 
@@ -35,6 +39,25 @@ inline LocalEngine MakeLocalEngine(const ModelConfig& config, const WeightSource
   CHECK(executor.ok()) << executor.status().ToString();
   engine.executor = std::move(executor).value();
   return engine;
+}
+
+// Writes a synthetic preset's GGUF (tpserve-mkmodel's writer) with `type` weights and opens it; `tag`
+// keeps concurrent tests' files apart. The file is removed at once (the open descriptor keeps it).
+inline std::unique_ptr<ModelFile> OpenSyntheticGguf(const std::string& preset, DType type, uint64_t seed,
+                                                    const std::string& tag) {
+  SyntheticModelOptions o;
+  auto config = SyntheticPreset(preset);
+  CHECK(config.ok()) << config.status().ToString();
+  o.config = *config;
+  o.type = type;
+  o.seed = seed;
+  const std::string path = ::testing::TempDir() + "/tpserve_" + tag + "_" + std::to_string(getpid()) + ".gguf";
+  Status written = WriteSyntheticGguf(o, path);
+  CHECK(written.ok()) << written.ToString();
+  auto file = ModelFile::Open(path);
+  CHECK(file.ok()) << file.status().ToString();
+  std::filesystem::remove(path);
+  return std::move(file).value();
 }
 
 // A sequence's share of a step that wants the full logits after its last token.

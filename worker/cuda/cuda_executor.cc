@@ -58,6 +58,10 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& 
   CHECK(comm != nullptr);
   ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, weights, *comm, options));
 
+  if (ExecutorKvLayout(config, options).num_groups() > 1) {
+    return Unimplemented("the CUDA executor keeps every layer's KV pages (free_sliding_kv / --sliding-kv free is CPU "
+                         "only)");
+  }
   std::unique_ptr<CudaExecutor> executor(new CudaExecutor());
   executor->host_comm_ = comm;
   executor->block_size_ = options.block_size;
