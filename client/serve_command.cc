@@ -143,13 +143,14 @@ class ServeFlagParser {
 
  private:
   ServeFlags& flags_;
-  PassThrough worker_[6] = {{"--threads", "kernel threads per rank", ""},
+  PassThrough worker_[7] = {{"--threads", "kernel threads per rank", ""},
                             {"--kv-memory-mb", "KV cache memory per rank in MiB", ""},
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""},
                             {"--sliding-kv", "free (default): sliding-window layers give back KV pages past the "
-                             "window; keep", ""}};
+                             "window; keep", ""},
+                            {"--kv-dtype", "KV cache element type: f32, f16, bf16 or q8_0", ""}};
   PassThrough coordinator_[8] = {{"--max-num-seqs", "sequences running at once", ""},
                                  {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},

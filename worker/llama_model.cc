@@ -148,7 +148,7 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
   ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
   const int32_t* slots = batch.slot_mapping + cache.group * num_tokens;
-  WriteKvCache(k_.data(), v_.data(), slots, num_tokens, num_kv_heads, head_dim, cache.k, cache.v);
+  WriteKvCache(k_.data(), v_.data(), slots, num_tokens, num_kv_heads, head_dim, cache.k, cache.v, cache.dtype);
 
   PagedAttentionArgs args;
   args.q = q_.data();
@@ -166,6 +166,7 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   args.block_size = batch.block_size;
   args.sliding_window = layer.sliding_window;
   args.scale = config_.AttentionScale();
+  args.kv_dtype = cache.dtype;
   args.out = attn_.data();
   PagedAttention(args, pool);
 

@@ -22,12 +22,14 @@
 
 namespace tpserve {
 
-// One layer's paged cache on this rank: K and V, each [num_pages, block_size, Hkv, D] (page stride: the
-// pool's), and the layer group (kvstore/kv_layout.h) whose slot mapping and block tables address them.
+// One layer's paged cache on this rank: K and V, each [num_pages, block_size, Hkv] rows of D values of
+// `dtype` (kvstore/kv_pool.h), and the layer group (kvstore/kv_layout.h) whose slot mapping and block
+// tables address them.
 struct LayerKvCache {
-  float* k = nullptr;
-  float* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
   int group = 0;
+  DType dtype = DType::kF32;
 };
 
 // The flattened step. Every pointer is borrowed for the duration of Forward.

@@ -40,10 +40,11 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
 
   executor->kv_layout_ = ExecutorKvLayout(config, options);
   const int64_t page_layers = executor->kv_layout_.layers_per_page;
+  RETURN_IF_ERROR(KvPool::CheckType(config.head_dim, options.kv_dtype));
   int64_t num_blocks = options.num_kv_blocks;
   if (num_blocks <= 0) {
     num_blocks = KvPool::BlocksForBudget(options.kv_memory_bytes, page_layers, shard.num_kv_heads(), config.head_dim,
-                                         options.block_size);
+                                         options.block_size, options.kv_dtype);
   }
   if (num_blocks <= 0) {
     return ResourceExhausted("KV memory budget of " + std::to_string(options.kv_memory_bytes) +
@@ -55,11 +56,12 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const ModelConfig
   kv_shape.head_dim = config.head_dim;
   kv_shape.block_size = options.block_size;
   kv_shape.num_blocks = num_blocks;
+  kv_shape.dtype = options.kv_dtype;
   ASSIGN_OR_RETURN(executor->kv_pool_, KvPool::Create(kv_shape));
   for (int l = 0; l < config.num_layers; ++l) {
     const int slot = executor->kv_layout_.layer_slot[l];
     executor->kv_caches_.push_back({executor->kv_pool_->KeyCache(slot), executor->kv_pool_->ValueCache(slot),
-                                    executor->kv_layout_.layer_group[l]});
+                                    executor->kv_layout_.layer_group[l], options.kv_dtype});
   }
   const int num_threads = options.num_threads > 0 ? options.num_threads : ThreadPool::DefaultThreads();
   const int poll_us = options.poll_us >= 0 ? options.poll_us : ThreadPool::DefaultPollMicros();
@@ -77,7 +79,8 @@ KvLayout ExecutorKvLayout(const ModelConfig& config, const ExecutorOptions& opti
 }
 
 std::string ModelExecutor::CapacityReport() const {
-  return kv_layout_.CapacityReport(kv_pool_->num_blocks(), block_size_, config().context_length);
+  return std::string("KV ") + DTypeName(kv_dtype()) + " " + std::to_string(kv_pool_->total_bytes() >> 20) + " MiB: " +
+         kv_layout_.CapacityReport(kv_pool_->num_blocks(), block_size_, config().context_length);
 }
 
 StatusOr<StepResult> ModelExecutor::Execute(const StepPlan& plan) {

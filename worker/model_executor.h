@@ -36,6 +36,7 @@ struct ExecutorOptions {
   // window (KvLayout::Windowed; block tables then hold a page per layer group). false: one group of
   // every layer (KvLayout::Shared), the table tpserve-run and the tests build by hand.
   bool free_sliding_kv = false;
+  DType kv_dtype = DType::kF32;  // the KV cache's element type: F32, F16, BF16 or Q8_0 (IsKvDType)
 };
 
 // The KV layout an executor with `options` uses for `config`.
@@ -68,6 +69,7 @@ class ModelExecutor {
   const ModelConfig& config() const { return model_->config(); }
   const ShardPlan& shard() const { return model_->shard(); }
   int64_t num_kv_blocks() const { return kv_pool_->num_blocks(); }  // pages
+  DType kv_dtype() const { return kv_pool_->shape().dtype; }
   const KvLayout& kv_layout() const { return kv_layout_; }
   int block_size() const { return block_size_; }
   int64_t weight_bytes() const { return model_->weight_bytes(); }  // this rank's resident weight bytes

@@ -46,6 +46,7 @@ struct RunFlags {
   int threads = 0;
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
   int64_t kv_mb = 256;
+  std::string kv_dtype = "f32";
   int tp = 1;
   std::string device_name = "cpu";
   Device device = Device::kCpu;  // from device_name
@@ -73,6 +74,7 @@ void AddFlags(CLI::App& app, RunFlags& f) {
   app.add_option("--poll", f.poll_us, "kernel threads poll for work this many microseconds before sleeping "
                  "(llama.cpp's --poll)")->check(CLI::Range(0, 1000000));
   app.add_option("--kv-mb", f.kv_mb, "KV cache memory per rank in MiB")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type: f32, f16, bf16 or q8_0")->capture_default_str();
   app.add_option("--tp", f.tp, "tensor-parallel ranks (> 1: re-runs itself under mpirun)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
@@ -142,6 +144,7 @@ Status Run(const RunFlags& flags) {
   options.num_threads = flags.threads;
   options.poll_us = flags.poll_us;
   options.kv_memory_bytes = flags.kv_mb << 20;
+  ASSIGN_OR_RETURN(options.kv_dtype, ParseKvDType(flags.kv_dtype));
   if (flags.tp == 1 && !IsMpiLaunched()) {
     std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
     ASSIGN_OR_RETURN(LoadedShard shard, LoadShard(flags.device, *model, comm.get(), options));

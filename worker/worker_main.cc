@@ -5,7 +5,8 @@
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
 //       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
-//       [--device cpu|cuda] [--sliding-kv free|keep]   (tpserve-worker --help: what each flag does)
+//       [--device cpu|cuda] [--sliding-kv free|keep] [--kv-dtype f32|f16|bf16|q8_0]
+//       (tpserve-worker --help: what each flag does)
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,6 +45,7 @@ struct WorkerFlags {
   std::string device_name = "cpu";
   Device device = Device::kCpu;  // from device_name
   std::string sliding_kv = "free";
+  std::string kv_dtype = "f32";
 };
 
 void AddFlags(CLI::App& app, WorkerFlags& f) {
@@ -67,6 +69,8 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--sliding-kv", f.sliding_kv, "free: sliding-window layers give back the KV pages that fell out of "
                  "their window (CPU); keep: every layer keeps its pages until the sequence ends")
       ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type: f32, f16, bf16 or q8_0 (CPU; cuda: f32)")
+      ->capture_default_str();
 }
 
 Status Serve(const WorkerFlags& flags) {
@@ -85,6 +89,7 @@ Status Serve(const WorkerFlags& flags) {
   base.poll_us = flags.poll_us;
   // The CUDA executor keeps one page per block for every layer (its paged attention takes one table).
   base.free_sliding_kv = flags.sliding_kv == "free" && flags.device == Device::kCpu;
+  ASSIGN_OR_RETURN(base.kv_dtype, ParseKvDType(flags.kv_dtype));
   auto make = [&](Communicator* comm) -> StatusOr<LoadedShard> {
     ExecutorOptions options = base;
     options.tp_rank = comm->rank();

@@ -24,6 +24,8 @@ struct IsaKernels {
   // out[r] = Σ_i q[i]·k[r·k_stride + i] over i < n, for r < num_rows, each in the 16-lane order
   // (canonical_dot.cc).
   void (*dot_rows)(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out);
+  // One KV cache row of n values of `type` (F32, F16, BF16, Q8_0) as f32: DequantizeRow's bits (dequantize_kv.cc).
+  void (*dequantize_kv_row)(DType type, const uint8_t* src, int64_t n, float* dst);
 };
 
 namespace isa_portable {

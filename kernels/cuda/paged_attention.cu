@@ -35,7 +35,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
     const int64_t j = tile + threadIdx.x;
     float score = -INFINITY;
     if (j < num_keys) {
-      const float* k = a.k_cache + offset(j);
+      const float* k = static_cast<const float*>(a.k_cache) + offset(j);  // f32 caches only (the CUDA executor's)
       float dot = 0.0f;
       for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
       score = dot * a.scale;
@@ -53,7 +53,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
       const int64_t d = threadIdx.x + i * kThreads;
       if (d >= D) break;
       float sum = acc[i] * alpha;
-      for (int64_t jj = 0; jj < tile_keys; ++jj) sum += probs[jj] * a.v_cache[offset(tile + jj) + d];
+      for (int64_t jj = 0; jj < tile_keys; ++jj) sum += probs[jj] * static_cast<const float*>(a.v_cache)[offset(tile + jj) + d];
       acc[i] = sum;
     }
     __syncthreads();  // probs is rewritten by the next tile

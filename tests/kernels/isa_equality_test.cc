@@ -171,6 +171,26 @@ TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
   }
 }
 
+// KV cache rows of random bytes (every f16/bf16 pattern: subnormals, infinities, NaNs; q8_0 scales of
+// any value) and lengths around the 8-lane width.
+TEST_P(IsaEqualityTest, DequantizeKvRowEqualsPortableBitwise) {
+  std::mt19937 rng(12);
+  const auto want_fn = internal::KernelsFor(Isa::kPortable).dequantize_kv_row;
+  const auto got_fn = internal::KernelsFor(GetParam()).dequantize_kv_row;
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    for (int64_t n : {32, 64, 96, 128, 256}) {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::vector<uint8_t> bytes(DTypeRowBytes(type, n));
+        for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+        std::vector<float> want(n), got(n);
+        want_fn(type, bytes.data(), n, want.data());
+        got_fn(type, bytes.data(), n, got.data());
+        ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " n " << n << " rep " << rep;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
 

@@ -1,6 +1,7 @@
 // PagedAttention on a mixed batch (prefill chunk over a cached prefix, a decode, a fresh prefill)
 // against float64 attention over contiguous K/V, with and without a sliding window, plus placement and
-// batch invariance.
+// batch invariance; for every KV cache type (f32, f16, bf16, q8_0: float64 over the K/V as the type
+// rounds them, which the reference quantiser and dequantiser of common/dtype.h give).
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,10 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "common/dtype.h"
 
 namespace tpserve {
 namespace {
@@ -54,15 +58,35 @@ Problem MakeProblem(int64_t H, int64_t Hkv, int64_t D, int64_t block_size, std::
   return p;
 }
 
+// The K/V as a cache of `type` holds them: rounded by the reference quantiser, read back.
+Problem RoundedTo(Problem p, DType type) {
+  for (std::vector<float>* kv : {&p.k, &p.v}) {
+    for (std::vector<float>& x : *kv) {
+      std::vector<uint8_t> bytes(DTypeRowBytes(type, static_cast<int64_t>(x.size())));
+      QuantizeRow(type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));
+      DequantizeRow(type, bytes.data(), x.data(), static_cast<int64_t>(x.size()));
+    }
+  }
+  return p;
+}
+
 // The cache of one layer with the sequences' blocks at the given physical ids.
 struct PagedCache {
-  std::vector<float> k, v;           // [num_blocks, block_size, Hkv, D]
+  DType dtype = DType::kF32;
+  std::vector<uint8_t> k, v;          // [num_blocks, block_size, Hkv] rows of dtype
   std::vector<int32_t> block_tables;  // [S, max_blocks]
   int64_t max_blocks = 0;
+  int64_t row_bytes = 0;              // one token's [Hkv, D]
+  // Poisons a slot's K and V (all bits set: NaN in every type, q8_0's scale included).
+  void Poison(int64_t slot) {
+    std::fill_n(k.begin() + slot * row_bytes, row_bytes, 0xff);
+    std::fill_n(v.begin() + slot * row_bytes, row_bytes, 0xff);
+  }
 };
 
-PagedCache Place(const Problem& p, bool shuffle, uint32_t seed) {
+PagedCache Place(const Problem& p, bool shuffle, uint32_t seed, DType dtype = DType::kF32) {
   PagedCache c;
+  c.dtype = dtype;
   for (const SeqSpec& s : p.seqs) {
     c.max_blocks = std::max<int64_t>(c.max_blocks, (s.num_cached + s.num_new + p.block_size - 1) / p.block_size);
   }
@@ -72,9 +96,9 @@ PagedCache Place(const Problem& p, bool shuffle, uint32_t seed) {
   std::iota(ids.begin(), ids.end(), 0);
   if (shuffle) std::shuffle(ids.begin(), ids.end(), std::mt19937(seed));
   c.block_tables.assign(S * c.max_blocks, -1);
-  const int64_t row = p.Hkv * p.D;
-  c.k.assign(num_blocks * p.block_size * row, NAN);  // unused slots poison any stray read
-  c.v.assign(num_blocks * p.block_size * row, NAN);
+  c.row_bytes = DTypeRowBytes(dtype, p.Hkv * p.D);
+  c.k.assign(num_blocks * p.block_size * c.row_bytes, 0xff);  // unused slots poison any stray read
+  c.v.assign(num_blocks * p.block_size * c.row_bytes, 0xff);
   int64_t next = 0;
   for (int64_t s = 0; s < S; ++s) {
     const int64_t len = p.seqs[s].num_cached + p.seqs[s].num_new;
@@ -84,7 +108,7 @@ PagedCache Place(const Problem& p, bool shuffle, uint32_t seed) {
       slots[pos] = static_cast<int32_t>(c.block_tables[s * c.max_blocks + pos / p.block_size] * p.block_size +
                                         pos % p.block_size);
     }
-    WriteKvCache(p.k[s].data(), p.v[s].data(), slots.data(), len, p.Hkv, p.D, c.k.data(), c.v.data());
+    WriteKvCache(p.k[s].data(), p.v[s].data(), slots.data(), len, p.Hkv, p.D, c.k.data(), c.v.data(), dtype);
   }
   return c;
 }
@@ -107,6 +131,7 @@ std::vector<float> RunAttention(const Problem& p, const PagedCache& c, ThreadPoo
   a.head_dim = p.D;
   a.block_size = p.block_size;
   a.sliding_window = p.window;
+  a.kv_dtype = c.dtype;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.D)));
   a.out = out.data();
   PagedAttention(a, pool);
@@ -161,13 +186,10 @@ TEST(PagedAttentionTest, SlidingWindowMatchesFloat64AndReadsNothingBefore) {
   Problem p = MakeProblem(4, 1, 32, 4, {{5, 9}, {40, 1}, {0, 3}}, 14);
   p.window = 6;
   PagedCache c = Place(p, /*shuffle=*/true, 5);
-  const int64_t row = p.Hkv * p.D;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const int64_t first_attended = std::max<int64_t>(0, p.seqs[s].num_cached + 1 - p.window);
     for (int64_t pos = 0; pos < first_attended; ++pos) {
-      const int64_t slot = c.block_tables[s * c.max_blocks + pos / p.block_size] * p.block_size + pos % p.block_size;
-      std::fill_n(c.k.begin() + slot * row, row, NAN);
-      std::fill_n(c.v.begin() + slot * row, row, NAN);
+      c.Poison(c.block_tables[s * c.max_blocks + pos / p.block_size] * p.block_size + pos % p.block_size);
     }
   }
   ThreadPool pool(2);
@@ -201,6 +223,41 @@ TEST(PagedAttentionTest, EachTokenAloneEqualsTheBatchBitwiseForAnyThreadCount) {
     }
   }
 }
+
+class PagedAttentionKvTypeTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PagedAttentionKvTypeTest, MatchesFloat64OverTheRoundedKvAndReadsNothingOutsideItsKeys) {
+  for (int64_t D : {32, 64, 128}) {
+    Problem p = MakeProblem(6, 2, D, 5, kMixed, 21);
+    p.window = D == 32 ? 7 : 0;
+    PagedCache c = Place(p, /*shuffle=*/true, 6, GetParam());
+    for (size_t s = 0; s < p.seqs.size() && p.window > 0; ++s) {
+      for (int64_t pos = 0; pos < std::max<int64_t>(0, p.seqs[s].num_cached + 1 - p.window); ++pos) {
+        c.Poison(c.block_tables[s * c.max_blocks + pos / p.block_size] * p.block_size + pos % p.block_size);
+      }
+    }
+    ThreadPool pool(2);
+    ExpectMatchesFloat64(RoundedTo(p, GetParam()), RunAttention(p, c, &pool));
+  }
+}
+
+TEST_P(PagedAttentionKvTypeTest, PlacementAndBatchDoNotChangeABit) {
+  const Problem p = MakeProblem(9, 3, 64, 4, kMixed, 22);
+  ThreadPool pool(2);
+  const PagedCache contiguous = Place(p, false, 0, GetParam());
+  const std::vector<float> batch = RunAttention(p, contiguous, &pool);
+  const std::vector<float> shuffled = RunAttention(p, Place(p, true, 7, GetParam()), &pool);
+  ASSERT_EQ(0, std::memcmp(batch.data(), shuffled.data(), batch.size() * sizeof(float)));
+  const int64_t row = p.H * p.D;
+  for (int64_t t = 0; t < p.T; ++t) {
+    const std::vector<float> alone = RunAttention(p, contiguous, &pool, t, 1);
+    ASSERT_EQ(0, std::memcmp(batch.data() + t * row, alone.data(), row * sizeof(float))) << "token " << t;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, PagedAttentionKvTypeTest,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace
 }  // namespace tpserve

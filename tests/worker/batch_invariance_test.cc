@@ -29,17 +29,18 @@ RandomLlama Model() {
 
 constexpr int kBlockSize = 4;
 
-void ExpectAloneEqualsBatchedShuffledAndChunked(const ModelConfig& config, const WeightSource& weights) {
+void ExpectAloneEqualsBatchedShuffledAndChunked(const ModelConfig& config, const WeightSource& weights,
+                                                DType kv_dtype = DType::kF32) {
   const std::vector<int32_t> a = RandomTokens(13, config.vocab_size, 1);  // prefill 10, decode 3
   const std::vector<int32_t> b = RandomTokens(9, config.vocab_size, 2);
   const std::vector<int32_t> c = RandomTokens(6, config.vocab_size, 3);
 
   // Alone, contiguous blocks, one prefill chunk, two threads.
-  LocalEngine alone = MakeLocalEngine(config, weights, kBlockSize, 32, 2);
+  LocalEngine alone = MakeLocalEngine(config, weights, kBlockSize, 32, 2, kv_dtype);
   const auto expected = PrefillThenDecode(*alone.executor, a, 10, Iota(0, 4));
 
   // Batched, on one thread, with A's blocks shuffled among the others' and its prefill in chunks of 3 + 7.
-  LocalEngine batched = MakeLocalEngine(config, weights, kBlockSize, 32, 1);
+  LocalEngine batched = MakeLocalEngine(config, weights, kBlockSize, 32, 1, kv_dtype);
   std::vector<int32_t> free_list = Iota(0, 32);
   std::mt19937_64 rng(17);
   std::shuffle(free_list.begin(), free_list.end(), rng);
@@ -73,6 +74,15 @@ void ExpectAloneEqualsBatchedShuffledAndChunked(const ModelConfig& config, const
 TEST(BatchInvarianceTest, AloneEqualsBatchedShuffledAndChunked) {
   const RandomLlama model = Model();
   ExpectAloneEqualsBatchedShuffledAndChunked(model.config, model.weights);
+}
+
+// Every KV cache type: the rounding happens once, at the write, so batching cannot change it.
+TEST(BatchInvarianceTest, EveryKvTypeAloneEqualsBatchedShuffledAndChunked) {
+  const RandomLlama model = Model();
+  for (DType kv_dtype : {DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    SCOPED_TRACE(DTypeName(kv_dtype));
+    ExpectAloneEqualsBatchedShuffledAndChunked(model.config, model.weights, kv_dtype);
+  }
 }
 
 TEST(BatchInvarianceTest, Gemma3AloneEqualsBatchedShuffledAndChunked) {

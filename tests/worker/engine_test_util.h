@@ -28,13 +28,14 @@ struct LocalEngine {
 };
 
 inline LocalEngine MakeLocalEngine(const ModelConfig& config, const WeightSource& weights, int block_size = 4,
-                                   int64_t num_blocks = 64, int num_threads = 2) {
+                                   int64_t num_blocks = 64, int num_threads = 2, DType kv_dtype = DType::kF32) {
   LocalEngine engine;
   engine.comm = MakeLocalCommunicator();
   ExecutorOptions options;
   options.block_size = block_size;
   options.num_kv_blocks = num_blocks;
   options.num_threads = num_threads;
+  options.kv_dtype = kv_dtype;
   auto executor = ModelExecutor::Create(config, weights, engine.comm.get(), options);
   CHECK(executor.ok()) << executor.status().ToString();
   engine.executor = std::move(executor).value();

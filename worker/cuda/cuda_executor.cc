@@ -58,6 +58,10 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& 
   CHECK(comm != nullptr);
   ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, weights, *comm, options));
 
+  if (options.kv_dtype != DType::kF32) {
+    return Unimplemented(std::string("the CUDA executor's KV cache is f32, not ") + DTypeName(options.kv_dtype) +
+                         " (--kv-dtype f32)");
+  }
   if (ExecutorKvLayout(config, options).num_groups() > 1) {
     return Unimplemented("the CUDA executor keeps every layer's KV pages (free_sliding_kv / --sliding-kv free is CPU "
                          "only)");

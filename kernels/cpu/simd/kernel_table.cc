@@ -6,7 +6,7 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 const IsaKernels& Kernels() {
   static const IsaKernels kKernels{FloatTiles, QuantTiles, FixedPointFloatTiles, FixedPointQuantTiles,
-                                   QuantizeActivationRow, DotRows};
+                                   QuantizeActivationRow, DotRows, DequantizeKvRow};
   return kKernels;
 }
 

@@ -18,5 +18,6 @@ const TileTable<int64_t>& FixedPointQuantTiles(DType type);  // matmul_quant.cc
 void QuantizeActivationRow(const float* x, int64_t n, BlockQ8Act* dst);  // quantize_activations.cc
 void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n,
              float* out);  // canonical_dot.cc
+void DequantizeKvRow(DType type, const uint8_t* src, int64_t n, float* dst);  // dequantize_kv.cc
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
