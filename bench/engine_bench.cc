@@ -55,6 +55,8 @@ struct Flags {
   std::vector<int> batches = {1, 8, 32};
   int prompt = 512;
   int decode_steps = 32;
+  int context = 16;  // prompt per decoding sequence: decode starts near an empty context, as tg128 does
+  std::string kv_dtype = "f32";
   int threads = 0;
   std::string json;
   double triad_gbs = 0;    // measured by the launching process (0: measure here)
@@ -70,6 +72,11 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--prompt", f.prompt, "prefill prompt tokens")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--decode-steps", f.decode_steps, "decode steps per batch size")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--context", f.context, "prompt tokens of each decoding sequence")->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type: f32, f16, bf16 or q8_0")
+      ->check([](const std::string& name) { return ParseKvDType(name).ok() ? "" : ParseKvDType(name).status().message(); })
       ->capture_default_str();
   app.add_option("--threads", f.threads, "kernel threads per rank (0: cores / ranks)")->check(CLI::Range(0, 1024));
   app.add_option("--json", f.json, "also write the results as JSON here");
@@ -112,15 +119,16 @@ double MeasureMatMulPeakGflops(ThreadPool* pool) {
 struct ModelCounts {
   double layer_params = 0;   // all layers' matrices
   double lm_head_params = 0;
-  double kv_bytes_per_position = 0;  // K and V of every layer, every KV head, float
+  double kv_bytes_per_position = 0;  // K and V of every layer, every KV head, in the cache's type
 };
 
-ModelCounts Count(const ModelConfig& c) {
+ModelCounts Count(const ModelConfig& c, DType kv_dtype) {
   ModelCounts m;
   const double h = c.hidden_size, qd = double(c.num_heads) * c.head_dim, kvd = double(c.num_kv_heads) * c.head_dim;
   m.layer_params = c.num_layers * (h * qd + 2 * h * kvd + qd * h + 3 * h * c.ffn_size);
   m.lm_head_params = double(c.vocab_size) * h;
-  m.kv_bytes_per_position = c.num_layers * 2.0 * kvd * sizeof(float);
+  m.kv_bytes_per_position =
+      c.num_layers * 2.0 * c.num_kv_heads * static_cast<double>(KvPool::RowBytes(c.head_dim, kv_dtype));
   return m;
 }
 
@@ -137,7 +145,8 @@ class EngineBench {
   EngineBench(const Flags& flags, const ModelConfig& config, int64_t num_blocks, int block_size,
               double weight_bytes_all_ranks, double weight_bytes_rank0)
       : flags_(flags), config_(config), num_blocks_(num_blocks), block_size_(block_size),
-        weight_bytes_(weight_bytes_all_ranks), weight_bytes_rank0_(weight_bytes_rank0), counts_(Count(config)) {}
+        weight_bytes_(weight_bytes_all_ranks), weight_bytes_rank0_(weight_bytes_rank0),
+        counts_(Count(config, *ParseKvDType(flags.kv_dtype))) {}
 
   Status Run(const std::function<StatusOr<StepResult>(const StepPlan&)>& execute) {
     execute_ = execute;
@@ -162,10 +171,11 @@ class EngineBench {
     std::snprintf(buf, sizeof(buf),
                   "  \"model\": \"%s\", \"tp\": %d, \"tp_label\": \"%s\", \"threads_per_rank\": %d,\n"
                   "  \"weight_bytes\": %.0f, \"weight_bytes_rank0\": %.0f, \"params\": %.0f,\n"
-                  "  \"triad_gbs\": %.3f, \"matmul_peak_gflops\": %.2f,\n",
+                  "  \"triad_gbs\": %.3f, \"matmul_peak_gflops\": %.2f, \"kv_dtype\": \"%s\", "
+                  "\"decode_context\": %d,\n",
                   flags_.model.c_str(), flags_.tp, flags_.tp_label.c_str(), threads_, weight_bytes_,
                   weight_bytes_rank0_, counts_.layer_params + counts_.lm_head_params, flags_.triad_gbs,
-                  flags_.matmul_gflops);
+                  flags_.matmul_gflops, flags_.kv_dtype.c_str(), flags_.context);
     out += buf;
     std::snprintf(buf, sizeof(buf),
                   "  \"prefill\": {\"tokens\": %d, \"tok_s\": %.3f, \"gflops\": %.3f, \"bound_tok_s\": %.3f, "
@@ -246,7 +256,7 @@ class EngineBench {
 
   // B sequences, each with a short prompt (prefilled together), then decode steps of B tokens.
   Status Decode(int batch) {
-    constexpr int kContext = 16;  // prompt per sequence: decode starts near an empty context, as tg128 does
+    const int kContext = flags_.context;
     const int steps = flags_.decode_steps;
     const int positions = kContext + steps + 1;
     const int blocks_per_seq = (positions + block_size_ - 1) / block_size_;
@@ -338,8 +348,9 @@ ExecutorOptions Options(const Flags& flags) {
   ExecutorOptions options;
   options.num_threads = flags.threads;
   const int max_batch = *std::max_element(flags.batches.begin(), flags.batches.end());
-  const int64_t blocks_for_decode = int64_t{max_batch} * ((16 + flags.decode_steps + 1 + 15) / 16);
+  const int64_t blocks_for_decode = int64_t{max_batch} * ((flags.context + flags.decode_steps + 1 + 15) / 16);
   options.num_kv_blocks = std::max<int64_t>(blocks_for_decode, (flags.prompt + 15) / 16) + 4;
+  options.kv_dtype = *ParseKvDType(flags.kv_dtype);
   return options;
 }
 

@@ -60,7 +60,7 @@ Problem MakeProblem(int64_t H, int64_t Hkv, int64_t D, int64_t block_size, std::
 
 // The K/V as a cache of `type` holds them: rounded by the reference quantiser, read back.
 Problem RoundedTo(Problem p, DType type) {
-  for (std::vector<float>* kv : {&p.k, &p.v}) {
+  for (std::vector<std::vector<float>>* kv : {&p.k, &p.v}) {
     for (std::vector<float>& x : *kv) {
       std::vector<uint8_t> bytes(DTypeRowBytes(type, static_cast<int64_t>(x.size())));
       QuantizeRow(type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));

@@ -29,7 +29,7 @@ RandomLlama Model() {
 
 struct KvTypeCase {
   DType type;
-  double tolerance;  // relative to the float64 reference, over 24 positions
+  double tolerance;  // relative to the float64 reference, over 24 positions (about twice what was measured)
 };
 
 class KvDtypeTest : public ::testing::TestWithParam<KvTypeCase> {};
@@ -88,8 +88,8 @@ TEST_P(KvDtypeTest, EveryTensorParallelDegreeIsBitwiseTp1) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, KvDtypeTest,
-                         ::testing::Values(KvTypeCase{DType::kF32, 1e-4}, KvTypeCase{DType::kF16, 2e-3},
-                                           KvTypeCase{DType::kBF16, 2e-2}, KvTypeCase{DType::kQ8_0, 2e-2}),
+                         ::testing::Values(KvTypeCase{DType::kF32, 1e-6}, KvTypeCase{DType::kF16, 3e-4},
+                                           KvTypeCase{DType::kBF16, 2e-3}, KvTypeCase{DType::kQ8_0, 5e-3}),
                          [](const auto& info) { return std::string(DTypeName(info.param.type)); });
 
 TEST(KvDtypeOptionsTest, AnUnsupportedTypeOrHeadDimIsInvalidArgument) {
