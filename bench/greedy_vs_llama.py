@@ -17,8 +17,9 @@ reference's top-2 margin there. --long N replaces the prompts by one of N paragr
 models past their window); --bos lets llama-server add the model's BOS and parse special tokens (Gemma).
   bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] [--tp 1]
                            [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2] MODEL...
-Measured: bench/README.md (the K-quant files, issue 13) and README "Architectures, measured" (Gemma 3 270M,
-10 prompts x 32 tokens and one 753-token prompt past its 512-key window, every token equal).
+Measured: bench/README.md (the K-quant files and Gemma 3 270M Q4_K_M natively, issue 13: --bos --end-ids 1,106,
+10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window) and README "Architectures,
+measured"; raw output in bench/results/greedy_vs_llama/.
 """
 import argparse
 import json

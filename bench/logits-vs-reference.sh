@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Teacher-forced logits of tpserve and llama.cpp beside the float64 reference on every file of issue 13
 # (bench/logits_vs_reference.py, one JSON per file under $RESULTS): the real Gemma 3 270M Q4_K_M file
-# (--bos), SmolLM2-135M-Instruct requantized by llama-quantize --allow-requantize from the Q4_1 file to
-# Q4_K_M, Q5_K_M, Q6_K, Q5_0, Q8_0 and F32 (the control: no activation rounding in either engine; and the
-# Q4_1 file itself), and the synthetic F32 llama, qwen2,
-# qwen3, gemma3 and phi3 files of `tpserve-mkmodel --preset ARCH-tiny`. Builds bench/peers/llama_logits
-# first. The reference of a real file takes minutes (Gemma 3: ~10 prompts x 25 positions of float64 loops).
+# (--bos); SmolLM2-135M-Instruct requantized by llama-quantize --allow-requantize from the Q4_1 file to
+# Q4_K_M, Q5_K_M, Q6_K, Q5_0, Q8_0 and F32 (the control: no activation rounding in either engine), and
+# the Q4_1 file itself; the synthetic F32 llama, qwen2, qwen3, gemma3 and phi3 files of
+# `tpserve-mkmodel --preset ARCH-tiny`. Builds bench/peers/llama_logits first. The reference of a real
+# file takes minutes (Gemma 3: 10 sequences of ~24 positions in float64 loops).
 #   bench/logits-vs-reference.sh [NAME...]      (default: every file; names as in $RESULTS: gemma3-270m-Q4_K_M,
 #                                                smollm2-Q4_K_M, ..., synthetic-qwen2-F32, ...)
 # Environment: BUILD (build: its tpserve-teacher-logits), MKMODEL ($BUILD/model/tpserve-mkmodel), LLAMA_CPP_DIR
