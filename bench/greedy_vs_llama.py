@@ -8,18 +8,26 @@ first divergence, and their sum per model. Both stop at the end of a turn: llama
 masks the EOS logit while tpserve-run's `--ignore-eos` only keeps going, so with it the two would part
 at every EOS. A sequence that ended counts as agreeing to the end when the other ended there too.
 --reference BIN (tests/testing's tpserve-reference-next) judges each first divergence by the float64
-reference on the dequantised weights; --long N replaces the prompts by one of N paragraphs (sliding-window
+reference on the dequantised weights; --judge BIN (tests/testing's tpserve-teacher-logits) also counts, per
+prompt, the tokens before each engine's first divergence from the reference's own greedy ids: one float64
+forward pass along each engine's ids gives the reference's argmax at every generated position, and the
+first position where it is not the engine's token is where the reference's greedy run would part from that
+engine (the reference stopping where an engine ended counts as agreeing to the end); it prints the
+reference's top-2 margin there. --long N replaces the prompts by one of N paragraphs (sliding-window
 models past their window); --bos lets llama-server add the model's BOS and parse special tokens (Gemma).
   bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] [--tp 1]
-                           [--reference BIN] [--long N] [--bos] MODEL...
-Measured: bench/README.md (the K-quant files, issue 13) and README "Architectures, measured" (Gemma 3 270M,
-10 prompts x 32 tokens and one 753-token prompt past its 512-key window, every token equal).
+                           [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2] MODEL...
+Measured: bench/README.md (the K-quant files and Gemma 3 270M Q4_K_M natively, issue 13: --bos --end-ids 1,106,
+10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window) and README "Architectures,
+measured"; raw output in bench/results/greedy_vs_llama/.
 """
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -81,11 +89,45 @@ def agreement(a, b):
     return n
 
 
+def judge(teacher_logits, model, prompt_ids, generated, ended, num_tokens, eos, threads):
+    """Per engine: (tokens before the reference's greedy ids part from its ids, the reference's top-2 margin
+    there or None). `generated[k]` are an engine's ids before its end-of-turn id, `ended[k]` whether it
+    stopped there. One float64 forward pass (tpserve-teacher-logits --reference) per distinct sequence."""
+    distinct = sorted({tuple(g) for g in generated})
+    with tempfile.TemporaryDirectory() as tmp:
+        ids_file, out = os.path.join(tmp, "ids.txt"), os.path.join(tmp, "ref.f64")
+        with open(ids_file, "w") as f:
+            f.writelines(",".join(map(str, prompt_ids + list(g))) + "\n" for g in distinct)
+        subprocess.run([teacher_logits, "--model", model, "--ids-file", ids_file, "--prefill", str(len(prompt_ids)),
+                        "--threads", str(threads), "--reference", out], check=True, stdout=subprocess.DEVNULL)
+        import numpy as np
+        rows = np.fromfile(out, dtype=np.float64)
+    vocab = rows.size // sum(len(g) + 1 for g in distinct)
+    rows = rows.reshape(-1, vocab)
+    by_seq, r = {}, 0
+    for g in distinct:
+        by_seq[g] = rows[r:r + len(g) + 1]  # row j predicts g[j]; the last one what follows g
+        r += len(g) + 1
+    verdicts = []
+    for g, end in zip(generated, ended):
+        ref = by_seq[tuple(g)]
+        n = 0
+        while n < len(g) and int(ref[n].argmax()) == g[n]:
+            n += 1
+        top2 = np.sort(ref[min(n, len(g))])[-2:]
+        if n == len(g) and (len(g) >= num_tokens or (end and int(ref[n].argmax()) in eos)):
+            verdicts.append((num_tokens, None))
+        else:
+            verdicts.append((n, float(top2[1] - top2[0])))
+    return verdicts
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-server", required=True)
     ap.add_argument("--tpserve-run", required=True)
     ap.add_argument("--reference")
+    ap.add_argument("--judge", help="tests/testing's tpserve-teacher-logits: both engines vs the reference's greedy ids")
     ap.add_argument("--end-ids", default="0,2", help="end-of-turn ids (SmolLM2: <|endoftext|> 0, <|im_end|> 2)")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
@@ -107,6 +149,7 @@ def main():
             wait_healthy(port, server)
             eos = {int(t) for t in args.end_ids.split(",")}
             total, identical, judged = 0, 0, {}
+            vs_ref = {"ours": 0, "llama.cpp": 0}
             print(f"== {model}")
             for prompt in prompts:
                 ids = post(port, "/tokenize", {"content": prompt, "add_special": args.bos,
@@ -121,12 +164,16 @@ def main():
                 ours = [int(t) for t in out.split()]
                 # Whether the end-of-turn id itself is listed differs between the engines: compare the
                 # ids before it; two sequences that end together agree to the end.
+                raw_lengths = (len(ours), len(llama))
                 ours, llama = strip_end(ours, eos), strip_end(llama, eos)
+                ended = (len(ours) < raw_lengths[0] or len(ours) < args.tokens,
+                         len(llama) < raw_lengths[1] or len(llama) < args.tokens)
                 n = agreement(ours, llama)
                 same = ours == llama
                 total += args.tokens if same else n
                 identical += same
-                line = f"  {args.tokens if same else n:3d}/{args.tokens} {prompt!r}" + (
+                shown = prompt if not args.long else f"{len(prompts[0].split(':')) - 1} paragraphs, {len(ids)} prompt ids"
+                line = f"  {args.tokens if same else n:3d}/{args.tokens} {shown!r}" + (
                     f" (both ended after {n})" if same and n < args.tokens else "")
                 if not same:
                     ours_next = ours[n] if n < len(ours) else "end"
@@ -142,10 +189,20 @@ def main():
                         judged[who] = judged.get(who, 0) + 1
                         line += f"; float64 reference picks {who}, top-2 margin {margin:.4f}"
                     line += ")"
-                print(line)
+                if args.judge:
+                    verdicts = judge(args.judge, model, ids, [ours, llama], ended, args.tokens, eos, args.threads)
+                    parts = []
+                    for who, (k, margin) in zip(("ours", "llama.cpp"), verdicts):
+                        vs_ref[who] += k
+                        parts.append(f"{who} {k}" + (f" (margin {margin:.4f})" if margin is not None else ""))
+                    line += "  [vs the reference's greedy ids: " + ", ".join(parts) + "]"
+                print(line, flush=True)
             print(f"  sum {total}/{len(prompts) * args.tokens} tokens before the first divergence; "
                   f"{identical}/{len(prompts)} prompts identical" +
                   (f"; at the divergences the reference picks: {judged}" if judged else ""))
+            if args.judge:
+                print(f"  vs the float64 reference's greedy ids, tokens before the first divergence: "
+                      f"ours {vs_ref['ours']}, llama.cpp {vs_ref['llama.cpp']} of {len(prompts) * args.tokens}")
         finally:
             server.terminate()
             server.wait()
