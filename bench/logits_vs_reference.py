@@ -9,13 +9,14 @@ random sequences of N ids. Every sequence is then teacher-forced through
   reference   tpserve-teacher-logits --reference (tests/testing/reference_llama: float64 loops over the
               dequantised weights, no engine kernel; float64 activations, so it does not round them to Q8),
   llama.cpp   bench/peers/llama_logits (libllama, CPU, 2 threads, the whole sequence in one batch, f32 KV
-              cache unless --llama-kv f16),
+              cache unless --llama-kv; tpserve's is --kv-dtype),
 and the script prints, over every position and vocabulary entry, the mean and max |logit difference| of
 tpserve vs the reference, llama.cpp vs the reference and tpserve vs llama.cpp, the largest |reference logit|
 (the scale), and at how many positions each engine's argmax is the reference's. --json writes all of it with
 the ids and per-sequence maxima.
   bench/logits_vs_reference.py --teacher-logits BIN --llama-logits BIN --llama-server BIN
-                               [--bos] [--continue 16] [--random N] [--threads 2] [--llama-kv f32|f16]
+                               [--bos] [--continue 16] [--random N] [--threads 2] [--llama-kv f32|f16|bf16|q8_0]
+                               [--kv-dtype f32|f16|bf16|q8_0]
                                [--json OUT] MODEL...
 Reproduces bench/README.md "Teacher-forced logits beside the float64 reference" (bench/logits-vs-reference.sh
 runs every file of it); raw results in bench/results/logits_vs_reference/.
@@ -75,7 +76,8 @@ def measure(args, model):
         with open(ids_file, "w") as f:
             f.writelines(",".join(map(str, s)) + "\n" for s in seqs)
         run([args.teacher_logits, "--model", model, "--ids-file", ids_file, "--threads", str(args.threads),
-             "--engine", os.path.join(tmp, "tpserve.f32"), "--reference", os.path.join(tmp, "reference.f64")])
+             "--kv-dtype", args.kv_dtype, "--engine", os.path.join(tmp, "tpserve.f32"),
+             "--reference", os.path.join(tmp, "reference.f64")])
         ours_all = np.fromfile(os.path.join(tmp, "tpserve.f32"), dtype=np.float32)
         ref_all = np.fromfile(os.path.join(tmp, "reference.f64"), dtype=np.float64)
         vocab = ours_all.size // sum(len(s) for s in seqs)
@@ -108,7 +110,7 @@ def measure(args, model):
             per_seq.append(entry)
     count = row * vocab
     result = {"model": model, "sequences": len(seqs), "positions": row, "vocab": vocab,
-              "llama_kv": args.llama_kv, "max_abs_reference_logit": scale,
+              "llama_kv": args.llama_kv, "kv_dtype": args.kv_dtype, "max_abs_reference_logit": scale,
               "argmax_equal_to_reference": {**argmax, "of": row}, "per_sequence": per_seq}
     for k in sums:
         result[f"mean_{k}"] = sums[k] / count
@@ -126,7 +128,9 @@ def main():
     ap.add_argument("--random", type=int, default=0, help="four seeded random sequences of this many ids instead")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--llama-kv", choices=["f32", "f16"], default="f32")
+    ap.add_argument("--llama-kv", choices=["f32", "f16", "bf16", "q8_0"], default="f32")
+    ap.add_argument("--kv-dtype", choices=["f32", "f16", "bf16", "q8_0"], default="f32",
+                    help="tpserve's KV cache type (tpserve-teacher-logits --kv-dtype)")
     ap.add_argument("--json", help="write the results (a list, one per model) here")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()

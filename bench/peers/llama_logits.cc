@@ -3,9 +3,10 @@
 // reference). Loads a GGUF with libllama on the CPU, evaluates the whole sequence in one batch (one
 // ubatch) with logits requested at every position, and writes them as float32 [T][V], little-endian, no
 // header. Built by bench/peers/build-llama-logits.sh; not part of tpserve's CMake build.
-//   llama_logits MODEL IDS OUT [--threads N] [--kv f32|f16]
+//   llama_logits MODEL IDS OUT [--threads N] [--kv f32|f16|bf16|q8_0]
 // IDS is "1,2,3". The KV cache is f32 by default (llama.cpp's own default is f16, which rounds K and V
-// to 11 bits); --kv f16 measures llama.cpp as it serves. Flash attention is off.
+// to 11 bits); --kv f16 measures llama.cpp as it serves. Flash attention is off (on for q8_0, whose
+// quantised V cache needs it).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,16 +30,24 @@ static void QuietLog(ggml_log_level level, const char* text, void*) {
   if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
+// -ctk/-ctv's names: f32 (the default here), f16, bf16, q8_0.
+static ggml_type KvType(const char* name) {
+  if (std::strcmp(name, "f16") == 0) return GGML_TYPE_F16;
+  if (std::strcmp(name, "bf16") == 0) return GGML_TYPE_BF16;
+  if (std::strcmp(name, "q8_0") == 0) return GGML_TYPE_Q8_0;
+  return GGML_TYPE_F32;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s MODEL IDS OUT [--threads N] [--kv f32|f16]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL IDS OUT [--threads N] [--kv f32|f16|bf16|q8_0]\n", argv[0]);
     return 2;
   }
   int num_threads = 2;
   ggml_type kv_type = GGML_TYPE_F32;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--threads") == 0) num_threads = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--kv") == 0) kv_type = std::strcmp(argv[i + 1], "f16") == 0 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    else if (std::strcmp(argv[i], "--kv") == 0) kv_type = KvType(argv[i + 1]);
   }
   const std::vector<llama_token> ids = ParseIds(argv[2]);
   if (ids.empty()) {
@@ -65,7 +74,8 @@ int main(int argc, char** argv) {
   ctx_params.n_threads_batch = num_threads;
   ctx_params.type_k = kv_type;
   ctx_params.type_v = kv_type;
-  ctx_params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  // A quantised V cache needs llama.cpp's flash attention; the float caches are read without it.
+  ctx_params.flash_attn_type = kv_type == GGML_TYPE_Q8_0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   ctx_params.no_perf = true;
   llama_context* ctx = llama_init_from_model(model, ctx_params);
   if (!ctx) {

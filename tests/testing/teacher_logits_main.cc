@@ -3,7 +3,7 @@
 // to files. Used by bench/logits_vs_reference.py (beside llama.cpp's, bench/peers/llama_logits.cc) and
 // bench/greedy_vs_llama.py --judge (the reference's argmax along each engine's greedy ids).
 //   tpserve-teacher-logits --model FILE (--ids 1,2,3 | --ids-file FILE) [--prefill P] [--threads N]
-//                          [--engine OUT] [--reference OUT]
+//                          [--kv-dtype f32|f16|bf16|q8_0] [--engine OUT] [--reference OUT]
 // --ids-file holds one sequence a line ("1,2,3"). For each sequence the engine prefills ids[0, P) and
 // then decodes the rest one step at a time, so it gives the logits at positions P-1 .. T-1; the files
 // hold those T-P+1 rows of every sequence in turn: --engine float32 [rows][V], --reference float64
@@ -40,7 +40,7 @@ Status WriteRows(const std::string& path, const void* data, size_t bytes) {
 // The engine's logits at positions P-1 .. T-1 of each sequence in turn, [sum of T-P+1][V]: prefill
 // ids[0, P), then one decode per id. One executor; each sequence overwrites the last one's KV blocks.
 StatusOr<std::vector<float>> EngineLogits(const ModelFile& model, const std::vector<std::vector<int32_t>>& seqs,
-                                          size_t prefill, int num_threads) {
+                                          size_t prefill, int num_threads, DType kv_dtype) {
   size_t longest = 0;
   for (const auto& ids : seqs) longest = std::max(longest, ids.size());
   const int32_t num_blocks = static_cast<int32_t>((longest + kBlockSize - 1) / kBlockSize);
@@ -49,6 +49,7 @@ StatusOr<std::vector<float>> EngineLogits(const ModelFile& model, const std::vec
   options.block_size = kBlockSize;
   options.num_kv_blocks = num_blocks;
   options.num_threads = num_threads;
+  options.kv_dtype = kv_dtype;
   auto executor = ModelExecutor::Create(model, comm.get(), options);
   if (!executor.ok()) return executor.status();
   std::vector<int32_t> block_table(num_blocks);
@@ -111,6 +112,8 @@ int Run(int argc, char** argv) {
   app.add_option("--ids-file", ids_file, "sequences, one a line: 1,2,3")->excludes(ids_option);
   app.add_option("--prefill", prefill, "ids the engine prefills in one step (logits from position P-1 on)");
   app.add_option("--threads", num_threads, "engine threads");
+  std::string kv_dtype = "f32";
+  app.add_option("--kv-dtype", kv_dtype, "the engine's KV cache type: f32, f16, bf16 or q8_0");
   app.add_option("--engine", engine_out, "write the engine's float32 logits here");
   app.add_option("--reference", reference_out, "write the float64 reference's logits here");
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
@@ -137,7 +140,12 @@ int Run(int argc, char** argv) {
   }
   const int64_t vocab = (*model)->config().vocab_size;
   if (!engine_out.empty()) {
-    auto logits = EngineLogits(**model, seqs, prefill, num_threads);
+    auto type = ParseKvDType(kv_dtype);
+    if (!type.ok()) {
+      std::fprintf(stderr, "tpserve-teacher-logits: %s\n", type.status().ToString().c_str());
+      return 2;
+    }
+    auto logits = EngineLogits(**model, seqs, prefill, num_threads, *type);
     Status written = logits.ok() ? WriteRows(engine_out, logits->data(), logits->size() * sizeof(float))
                                  : logits.status();
     if (!written.ok()) {
