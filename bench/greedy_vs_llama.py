@@ -16,7 +16,8 @@ engine (the reference stopping where an engine ended counts as agreeing to the e
 reference's top-2 margin there. --long N replaces the prompts by one of N paragraphs (sliding-window
 models past their window); --bos lets llama-server add the model's BOS and parse special tokens (Gemma).
   bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] [--tp 1]
-                           [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2] MODEL...
+                           [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2]
+                           [--kv-dtype f32|f16|bf16|q8_0] MODEL...
 Measured: bench/README.md (the K-quant files and Gemma 3 270M Q4_K_M natively, issue 13: --bos --end-ids 1,106,
 10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window) and README "Architectures,
 measured"; raw output in bench/results/greedy_vs_llama/.
@@ -134,6 +135,9 @@ def main():
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--long", type=int, default=0, help="one prompt of this many paragraphs instead")
     ap.add_argument("--bos", action="store_true", help="add the model's BOS and parse special tokens")
+    ap.add_argument("--kv-dtype", choices=["f32", "f16", "bf16", "q8_0"],
+                    help="both engines' KV cache type (tpserve-run --kv-dtype; llama-server -ctk/-ctv, with flash "
+                         "attention for q8_0); default: each engine's own (tpserve f32, llama-server f16)")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     prompts = PROMPTS
@@ -142,8 +146,10 @@ def main():
                             for i in range(args.long)) + " The river"]
     for model in args.models:
         port = free_port()
+        kv = ["-ctk", args.kv_dtype, "-ctv", args.kv_dtype, "-fa", "on" if args.kv_dtype == "q8_0" else "off"] \
+            if args.kv_dtype else []
         server = subprocess.Popen([args.llama_server, "-m", model, "--port", str(port), "-t", str(args.threads),
-                                   "-c", "4096", "-np", "1", "--log-disable"],
+                                   "-c", "4096", "-np", "1", "--log-disable", *kv],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_healthy(port, server)
@@ -159,7 +165,8 @@ def main():
                                                    "return_tokens": True})["tokens"]
                 out = subprocess.run([args.tpserve_run, "--model", model, "--prompt-ids", ",".join(map(str, ids)),
                                       "--max-tokens", str(args.tokens), "--print-ids",
-                                      "--threads", str(args.threads), "--tp", str(args.tp)],
+                                      "--threads", str(args.threads), "--tp", str(args.tp),
+                                      *(["--kv-dtype", args.kv_dtype] if args.kv_dtype else [])],
                                      capture_output=True, text=True, check=True).stdout
                 ours = [int(t) for t in out.split()]
                 # Whether the end-of-turn id itself is listed differs between the engines: compare the
