@@ -74,7 +74,8 @@ void AddFlags(CLI::App& app, RunFlags& f) {
   app.add_option("--poll", f.poll_us, "kernel threads poll for work this many microseconds before sleeping "
                  "(llama.cpp's --poll)")->check(CLI::Range(0, 1000000));
   app.add_option("--kv-mb", f.kv_mb, "KV cache memory per rank in MiB")->check(CLI::Range(1, 1 << 24))->capture_default_str();
-  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type: f32, f16, bf16 or q8_0")->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))->capture_default_str();
   app.add_option("--tp", f.tp, "tensor-parallel ranks (> 1: re-runs itself under mpirun)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();

@@ -69,8 +69,8 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--sliding-kv", f.sliding_kv, "free: sliding-window layers give back the KV pages that fell out of "
                  "their window (CPU); keep: every layer keeps its pages until the sequence ends")
       ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
-  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type: f32, f16, bf16 or q8_0 (CPU; cuda: f32)")
-      ->capture_default_str();
+  app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type (CPU; cuda: f32)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))->capture_default_str();
 }
 
 Status Serve(const WorkerFlags& flags) {
