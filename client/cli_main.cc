@@ -307,7 +307,8 @@ int Health(const CliFlags& flags) {
   if (!h.ok()) return Fail(h.status());
   std::cout << "ok: " << (h->ok ? "true" : "false") << "\nmodel: " << h->model_name
             << "\nworker_groups: " << h->num_worker_groups << "\ndraining: " << (h->draining ? "true" : "false")
-            << "\nvocab_size: " << h->vocab_size << "\ncontext_length: " << h->context_length << "\n";
+            << "\nvocab_size: " << h->vocab_size << "\ncontext_length: " << h->context_length
+            << "\nkv_tokens: " << h->kv_tokens << "\nkv_dtype: " << h->kv_dtype << "\n";
   return h->ok ? 0 : 1;
 }
 

@@ -405,6 +405,8 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       h.setModelName(TextOf(m.health.model_name));
       h.setVocabSize(m.health.vocab_size);
       h.setContextLength(m.health.context_length);
+      h.setKvTokens(m.health.kv_tokens);
+      h.setKvDtype(TextOf(m.health.kv_dtype));
       break;
     }
     case ServerMessageKind::kStats: {
@@ -507,6 +509,8 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.health.model_name = ToString(h.getModelName());
         m.health.vocab_size = h.getVocabSize();
         m.health.context_length = h.getContextLength();
+        m.health.kv_tokens = h.getKvTokens();
+        m.health.kv_dtype = ToString(h.getKvDtype());
         break;
       }
       case client_wire::ServerMessage::Body::STATS: {

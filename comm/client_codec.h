@@ -141,6 +141,8 @@ struct HealthReply {
   std::string model_name;
   uint32_t vocab_size = 0;
   uint32_t context_length = 0;
+  uint64_t kv_tokens = 0;  // every layer's capacity in tokens, summed over the worker groups
+  std::string kv_dtype;    // the groups' KV element types, distinct, joined by ","
 };
 
 struct StatsReply {

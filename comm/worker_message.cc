@@ -60,6 +60,7 @@ std::string EncodeWorkerMessage(const WorkerMessage& message) {
                    auto sliding = out.initKvGroupSliding(static_cast<unsigned>(m.kv_groups.sliding.size()));
                    for (unsigned g = 0; g < sliding.size(); ++g) sliding.set(g, m.kv_groups.sliding[g]);
                    out.setSlidingWindow(m.kv_groups.window);
+                   out.setKvDtype(m.kv_dtype);
                  },
                  [&](const WelcomeMessage& m) {
                    auto out = root.initWelcome();
@@ -112,6 +113,7 @@ StatusOr<WorkerMessage> DecodeWorkerMessage(std::string_view bytes, const Decode
           for (bool slides : sliding) m.kv_groups.sliding.push_back(slides);
         }
         m.kv_groups.window = in.getSlidingWindow();
+        if (in.getKvDtype().size() > 0) m.kv_dtype = in.getKvDtype().cStr();
         decoded = std::move(m);
         break;
       }

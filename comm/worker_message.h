@@ -35,6 +35,7 @@ struct HelloMessage {
   int32_t num_blocks = 0;     // KV pages per rank
   int32_t block_size = 0;     // tokens per block
   KvGroups kv_groups;         // the pages' layer groups
+  std::string kv_dtype = "f32";  // the KV cache's element type (tpserve-worker --kv-dtype)
   int32_t max_model_len = 0;  // longest sequence the group accepts
   int32_t vocab_size = 0;
   std::string hostname;

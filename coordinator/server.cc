@@ -366,6 +366,12 @@ proto::HealthReply Server::MakeHealth() const {
   h.model_name = options_.model_name;
   h.vocab_size = static_cast<uint32_t>(options_.limits.vocab_size);
   h.context_length = static_cast<uint32_t>(options_.limits.context_length);
+  for (const auto& [id, group] : groups_) {
+    const HelloMessage& hello = group->hello();
+    h.kv_tokens += static_cast<uint64_t>(hello.num_blocks / hello.kv_groups.num_groups()) * hello.block_size;
+    const bool listed = ("," + h.kv_dtype + ",").find("," + hello.kv_dtype + ",") != std::string::npos;
+    if (!listed) h.kv_dtype += (h.kv_dtype.empty() ? "" : ",") + hello.kv_dtype;
+  }
   return h;
 }
 

@@ -111,6 +111,7 @@ Status Serve(const WorkerFlags& flags) {
     hello.num_blocks = static_cast<int32_t>(std::min<int64_t>(info.num_kv_blocks, INT32_MAX));
     hello.block_size = flags.block_size;
     hello.kv_groups = ExecutorKvLayout(config, base).groups;
+    hello.kv_dtype = flags.kv_dtype;
     int64_t max_len = flags.max_model_len > 0 ? flags.max_model_len : config.context_length;
     if (max_len <= 0) max_len = info.num_kv_blocks / hello.kv_groups.num_groups() * flags.block_size;
     hello.max_model_len = static_cast<int32_t>(std::min<int64_t>(max_len, INT32_MAX));

@@ -169,6 +169,10 @@ struct HealthReply {
   modelName @3 :Text;
   vocabSize @4 :UInt32;
   contextLength @5 :UInt32;
+  # KV cache: tokens every layer can hold (pages / layer groups x block size), summed over the worker
+  # groups, and the groups' element types ("f16"; distinct types joined by ",").
+  kvTokens @6 :UInt64;
+  kvDtype @7 :Text;
 }
 
 struct StatsReply {

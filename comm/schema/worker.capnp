@@ -101,6 +101,7 @@ struct Hello {
   # Protocol 4; an empty list is one full-attention group.
   kvGroupSliding @9 :List(Bool);
   slidingWindow @10 :Int32;
+  kvDtype @11 :Text;                    # the KV cache's element type: f32, f16, bf16, q8_0 (empty: f32)
 }
 
 struct Welcome {

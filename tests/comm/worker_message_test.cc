@@ -32,8 +32,10 @@ TEST(WorkerMessageTest, HelloRoundTrip) {
   hello.pid = 4242;
   hello.kv_groups.sliding = {true, false, true, true};
   hello.kv_groups.window = 512;
+  hello.kv_dtype = "q8_0";
   auto got = std::get<HelloMessage>(RoundTrip(hello));
   EXPECT_EQ(got.kv_groups, hello.kv_groups);
+  EXPECT_EQ(got.kv_dtype, "q8_0");
   EXPECT_EQ(got.protocol_version, kWorkerProtocolVersion);
   EXPECT_EQ(got.model, hello.model);
   EXPECT_EQ(got.tp_size, 3);

@@ -428,6 +428,11 @@ TEST_F(EndToEndTest, SyntheticGemma3FreesSlidingPagesWithTheSameIds) {
       long_request.max_tokens = 100;
       long_request.ignore_eos = true;
     }
+    // Pages of 6 layers (keep) or of 1 layer in 6 groups (free): the same tokens for every layer.
+    auto health = e2e.client_->Health();
+    ASSERT_TRUE(health.ok());
+    EXPECT_EQ(health->kv_tokens, (run.kv_memory_mb << 20) / (6 * 2 * 32 * 4 * 16) * 16u) << health->kv_tokens;
+    EXPECT_EQ(health->kv_dtype, "f32");
     const std::vector<std::vector<int32_t>> ids = e2e.RunConcurrently(requests);
     if (mixed_ids.empty()) mixed_ids = ids;
     EXPECT_EQ(ids, mixed_ids);

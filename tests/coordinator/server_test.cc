@@ -38,6 +38,13 @@ TEST_F(ServerTest, HealthAndStatsBeforeAndAfterRegistration) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->blocks_total, 256u);
   EXPECT_EQ(stats->blocks_free, 256u);
+  // Two groups of 256 blocks of 16 tokens, one whole-model group each: 2 x 4096 tokens of f32 KV.
+  AddGroup();
+  WaitForGroups(*client, 2);
+  health = client->Health();
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->kv_tokens, 2u * 256 * 16);
+  EXPECT_EQ(health->kv_dtype, "f32");
 }
 
 // Many concurrent streaming requests of mixed lengths, greedy and seeded, n = 1 and 2: each
