@@ -80,15 +80,8 @@ TEST_P(ArchitectureTest, TensorParallelDegreesAreBitwiseEqual) {
     std::vector<std::vector<std::vector<float>>> per_rank(tp);
     ThreadGroup group(tp);
     group.Run([&](Communicator& comm) {
-      ExecutorOptions options;
-      options.tp_rank = comm.rank();
-      options.tp_size = tp;
-      options.block_size = 4;
-      options.num_kv_blocks = 16;
-      options.num_threads = 1;
-      auto executor = ModelExecutor::Create(config, file->weights(), &comm, options);
-      CHECK(executor.ok()) << executor.status().ToString();
-      per_rank[comm.rank()] = PrefillThenDecode(**executor, tokens, 6, Iota(0, 4));
+      per_rank[comm.rank()] =
+          PrefillThenDecode(*MakeRankExecutor(config, file->weights(), comm, 16), tokens, 6, Iota(0, 4));
     });
     if (tp == 1) single = per_rank[0];
     for (int rank = 0; rank < tp; ++rank) {

@@ -61,6 +61,23 @@ inline std::unique_ptr<ModelFile> OpenSyntheticGguf(const std::string& preset, D
   return std::move(file).value();
 }
 
+// Rank comm.rank()'s executor in a ThreadGroup (tests/testing/thread_communicator.h) test of TP degrees:
+// blocks of 4 tokens, one kernel thread.
+inline std::unique_ptr<ModelExecutor> MakeRankExecutor(const ModelConfig& config, const WeightSource& weights,
+                                                       Communicator& comm, int64_t num_kv_blocks,
+                                                       DType kv_dtype = DType::kF32) {
+  ExecutorOptions options;
+  options.tp_rank = comm.rank();
+  options.tp_size = comm.size();
+  options.block_size = 4;
+  options.num_kv_blocks = num_kv_blocks;
+  options.num_threads = 1;
+  options.kv_dtype = kv_dtype;
+  auto executor = ModelExecutor::Create(config, weights, &comm, options);
+  CHECK(executor.ok()) << executor.status().ToString();
+  return std::move(executor).value();
+}
+
 // A sequence's share of a step that wants the full logits after its last token.
 inline SequencePlan SeqStep(uint64_t seq_id, int32_t num_cached, std::vector<int32_t> tokens,
                             std::vector<int32_t> block_table, bool needs_token = true) {

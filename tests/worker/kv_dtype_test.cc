@@ -71,16 +71,9 @@ TEST_P(KvDtypeTest, EveryTensorParallelDegreeIsBitwiseTp1) {
     std::vector<std::vector<std::vector<float>>> per_rank(tp);
     ThreadGroup group(tp);
     group.Run([&](Communicator& comm) {
-      ExecutorOptions options;
-      options.tp_rank = comm.rank();
-      options.tp_size = tp;
-      options.block_size = 4;
-      options.num_kv_blocks = 16;
-      options.num_threads = 1;
-      options.kv_dtype = GetParam().type;
-      auto executor = ModelExecutor::Create(model.config, model.weights, &comm, options);
-      CHECK(executor.ok()) << executor.status().ToString();
-      per_rank[comm.rank()] = PrefillThenDecode(**executor, tokens, 7, Iota(0, 5));
+      per_rank[comm.rank()] =
+          PrefillThenDecode(*MakeRankExecutor(model.config, model.weights, comm, 16, GetParam().type), tokens, 7,
+                            Iota(0, 5));
     });
     if (tp == 1) single = per_rank[0];
     for (int rank = 0; rank < tp; ++rank) EXPECT_EQ(per_rank[rank], single) << "tp " << tp << " rank " << rank;

@@ -100,23 +100,20 @@ TEST_P(SlidingKvTest, WindowedPagesGiveBitwiseTheSharedLayoutsLogits) {
   int32_t done_a = 0, done_b = 0;
   for (int step = 0; step < 44; ++step) {
     std::vector<SequencePlan> shared_seqs, windowed_seqs;
+    // One sequence's n tokens from position `done` in both engines: fixed blocks from first_block in the shared
+    // layout, pages from the window rule in the other.
+    auto add = [&](SequencePlan& seq, const std::vector<int32_t>& tokens, int32_t done, int32_t n, int32_t first_block) {
+      shared_seqs.push_back(
+          SeqStep(seq.seq_id, done, {tokens.begin() + done, tokens.begin() + done + n}, Iota(first_block, 16)));
+      seq.num_cached = done;
+      seq.token_ids = shared_seqs.back().token_ids;
+      pages.Grow(seq, done + n);
+      windowed_seqs.push_back(seq);
+    };
     const int32_t n_a = step == 0 ? 6 : 1;
-    shared_seqs.push_back(SeqStep(1, done_a, {tokens_a.begin() + done_a, tokens_a.begin() + done_a + n_a},
-                                  Iota(0, 16)));
-    wa.num_cached = done_a;
-    wa.token_ids = shared_seqs.back().token_ids;
-    pages.Grow(wa, done_a + n_a);
-    windowed_seqs.push_back(wa);
-    int32_t n_b = 0;
-    if (step >= 10) {
-      n_b = step == 10 ? 7 : 1;
-      shared_seqs.push_back(SeqStep(2, done_b, {tokens_b.begin() + done_b, tokens_b.begin() + done_b + n_b},
-                                    Iota(16, 16)));
-      wb.num_cached = done_b;
-      wb.token_ids = shared_seqs.back().token_ids;
-      pages.Grow(wb, done_b + n_b);
-      windowed_seqs.push_back(wb);
-    }
+    add(wa, tokens_a, done_a, n_a, 0);
+    const int32_t n_b = step < 10 ? 0 : step == 10 ? 7 : 1;
+    if (n_b > 0) add(wb, tokens_b, done_b, n_b, 16);
     const StepResult want = RunStep(*shared.executor, shared_seqs, step);
     const StepResult got = RunStep(*windowed.executor, windowed_seqs, step);
     ASSERT_EQ(got.sequences.size(), want.sequences.size());
