@@ -79,6 +79,12 @@ Status ValidateStepPlan(const StepPlan& plan) {
     if (!AllNonNegative(seq.penalty_tokens)) return Invalid(where, "negative penalty token id");
     RETURN_IF_ERROR(ValidateSampling(seq.sampling, where));
     if (seq.next_prompt_token < -1) return Invalid(where, "next_prompt_token < -1");
+    if (seq.num_draft_tokens < 0 || seq.num_draft_tokens >= static_cast<int64_t>(seq.token_ids.size())) {
+      return Invalid(where, "num_draft_tokens outside [0, tokens)");
+    }
+    if (seq.num_draft_tokens > 0 && (!seq.needs_token || seq.prompt_logprobs)) {
+      return Invalid(where, "draft tokens without needs_token, or with prompt_logprobs");
+    }
   }
   for (const auto& [src, dst] : plan.block_copies) {
     if (src < 0 || dst < 0) return Invalid("block_copies", "negative block id");

@@ -50,6 +50,13 @@ struct SequencePlan {
   // alternatives are sampling.num_logprobs.
   bool prompt_logprobs = false;
   int32_t next_prompt_token = -1;
+  // Speculative decoding: the last num_draft_tokens of token_ids are proposed continuations, not
+  // yet verified. With needs_token the step samples after each of the last 1 + num_draft_tokens
+  // tokens: row j (0-based) with sample_index + j, its penalties also counting the j drafts before
+  // it, exactly the draw plain decoding would make there had the drafts before it been sampled.
+  // The coordinator keeps the longest prefix of drafts equal to the sampled tokens.
+  // REQUIRES: num_draft_tokens < token_ids.size(); > 0 only with needs_token and without prompt_logprobs.
+  int32_t num_draft_tokens = 0;
 
   // The number of positions prompt_logprobs scores in this chunk.
   int32_t num_prompt_logprobs() const {
@@ -93,7 +100,8 @@ struct PromptLogprobsResult {
 
 struct StepResult {
   uint64_t step_id = 0;
-  std::vector<SequenceResult> sequences;  // one per SequencePlan with needs_token, in plan order
+  // 1 + num_draft_tokens per SequencePlan with needs_token (its rows in position order), in plan order.
+  std::vector<SequenceResult> sequences;
   double compute_ms = 0;
   double allreduce_ms = 0;
   std::vector<PromptLogprobsResult> prompt_logprobs;  // one per SequencePlan with prompt_logprobs, in plan order

@@ -62,6 +62,7 @@ void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
     }
     s.setPromptLogprobs(seq.prompt_logprobs);
     s.setNextPromptToken(seq.next_prompt_token);
+    s.setNumDraftTokens(seq.num_draft_tokens);
   }
   if (!plan.block_copies.empty()) {
     auto copies = out.initBlockCopies(static_cast<unsigned>(plan.block_copies.size()));
@@ -91,6 +92,7 @@ StepPlan ReadStepPlan(wire::StepPlan::Reader in) {
     seq.penalty_tokens = ReadList<int32_t>(s.getPenaltyTokens());
     seq.prompt_logprobs = s.getPromptLogprobs();
     seq.next_prompt_token = s.getNextPromptToken();
+    seq.num_draft_tokens = s.getNumDraftTokens();
     plan.sequences.push_back(std::move(seq));
   }
   for (auto c : in.getBlockCopies()) plan.block_copies.emplace_back(c.getSrc(), c.getDst());

@@ -15,7 +15,7 @@
 namespace tpserve {
 
 // Must equal workerProtocolVersion in comm/schema/worker.capnp (checked at compile time).
-inline constexpr uint32_t kWorkerProtocolVersion = 4;
+inline constexpr uint32_t kWorkerProtocolVersion = 5;
 
 // Identifies a model file: its size and the SHA-256 of its first min(size, 8 MiB) bytes.
 // Computed by ComputeModelFingerprint (comm/model_fingerprint.h).

@@ -184,25 +184,25 @@ int32_t BlockManager::NumSharedWritePages(const Sequence& seq) const {
   return shared;
 }
 
-bool BlockManager::CanAppend(const Sequence& seq, int32_t num_new_tokens) const {
+bool BlockManager::CanAppend(const Sequence& seq, int32_t num_new_tokens, int32_t num_lookahead) const {
   CHECK_GE(num_new_tokens, 0);
-  CHECK_LE(seq.num_computed + num_new_tokens, seq.num_tokens());
+  CHECK_LE(seq.num_computed + num_new_tokens, seq.num_tokens() + num_lookahead);
   if (num_new_tokens == 0) return true;
   const int32_t needed = BlocksFor(seq.num_computed + num_new_tokens, NumLogicalBlocks(seq)) * num_groups_ +
                          NumSharedWritePages(seq);
   return needed <= num_available();
 }
 
-int32_t BlockManager::MaxAppendableTokens(const Sequence& seq) const {
+int32_t BlockManager::MaxAppendableTokens(const Sequence& seq, int32_t num_lookahead) const {
   const int64_t pages = num_available() - NumSharedWritePages(seq);
   if (pages < 0) return 0;  // no room for the private copies the next token needs
   const int64_t blocks = NumLogicalBlocks(seq) + pages / num_groups_;
   const int64_t slots = blocks * block_size_ - seq.num_computed;
-  return static_cast<int32_t>(std::clamp<int64_t>(slots, 0, seq.num_uncomputed()));
+  return static_cast<int32_t>(std::clamp<int64_t>(slots, 0, seq.num_uncomputed() + num_lookahead));
 }
 
-void BlockManager::Append(Sequence& seq, int32_t num_new_tokens) {
-  CHECK(CanAppend(seq, num_new_tokens)) << "seq " << seq.seq_id;
+void BlockManager::Append(Sequence& seq, int32_t num_new_tokens, int32_t num_lookahead) {
+  CHECK(CanAppend(seq, num_new_tokens, num_lookahead)) << "seq " << seq.seq_id;
   if (num_new_tokens == 0) return;
   const int32_t index = seq.num_computed / block_size_;
   if (NumSharedWritePages(seq) > 0) {
@@ -247,6 +247,24 @@ void BlockManager::MarkComputed(Sequence& seq) {
     }
   }
   DropOutOfWindow(seq);
+}
+
+void BlockManager::DropLookahead(Sequence& seq) {
+  const int32_t keep = CeilDiv(seq.num_computed, block_size_);
+  while (NumLogicalBlocks(seq) > keep) {
+    for (int32_t g = num_groups_ - 1; g >= 0; --g) {
+      const int32_t page = seq.block_table.back();
+      seq.block_table.pop_back();
+      if (page >= 0) Release(page);
+    }
+  }
+  // The last kept block's slots past num_computed held rejected proposals: not filled any more.
+  if (keep == 0) return;
+  const int32_t filled = seq.num_computed - (keep - 1) * block_size_;
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    const int32_t page = seq.block_table[(keep - 1) * num_groups_ + g];
+    if (page >= 0 && ref_count_[page] == 1) num_filled_[page] = std::min(num_filled_[page], filled);
+  }
 }
 
 void BlockManager::DropOutOfWindow(Sequence& seq) {

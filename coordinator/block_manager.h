@@ -83,15 +83,20 @@ class BlockManager {
   void Allocate(Sequence& seq, int32_t num_new_tokens);
 
   // --- Growth of a sequence that holds blocks (next prefill chunk, or a decode token). ---
+  // num_lookahead: slots past the sequence's tokens, for speculative proposals (Scheduler).
   // Whether positions [0, seq.num_computed + num_new_tokens) can get slots, counting a
   // copy-on-write of a shared partially filled block that the new tokens would write into.
-  bool CanAppend(const Sequence& seq, int32_t num_new_tokens) const;
-  // The most new tokens Append could take now (<= seq.num_uncomputed()).
-  int32_t MaxAppendableTokens(const Sequence& seq) const;
+  // REQUIRES: num_new_tokens <= seq.num_uncomputed() + num_lookahead.
+  bool CanAppend(const Sequence& seq, int32_t num_new_tokens, int32_t num_lookahead = 0) const;
+  // The most new tokens Append could take now (<= seq.num_uncomputed() + num_lookahead).
+  int32_t MaxAppendableTokens(const Sequence& seq, int32_t num_lookahead = 0) const;
   // Makes it so. A shared (ref > 1) partial block about to be written is replaced in seq's table
   // by a private copy; the (src, dst) pair is queued for TakeBlockCopies.
-  // REQUIRES: CanAppend(seq, num_new_tokens).
-  void Append(Sequence& seq, int32_t num_new_tokens);
+  // REQUIRES: CanAppend(seq, num_new_tokens, num_lookahead).
+  void Append(Sequence& seq, int32_t num_new_tokens, int32_t num_lookahead = 0);
+  // Gives back the blocks past seq.num_computed's (the slots of rejected proposals), so seq holds
+  // what it would hold had it computed only those tokens. Call after MarkComputed.
+  void DropLookahead(Sequence& seq);
 
   // After a step computed seq's tokens (seq.num_computed advanced): records the content hashes of
   // its newly completed full blocks so other sequences can hit them, and releases the sliding groups'

@@ -100,6 +100,7 @@ Status Scheduler::Add(ScheduleRequest request) {
                            "], got " + std::to_string(n));
   }
   if (request.request_id > kMaxRequestId) return InvalidArgument("request id too large");
+  RETURN_IF_ERROR(ValidateSpeculativeConfig(request.speculative));
   const uint64_t first_id = SequenceIdOf(request.request_id, 0);
   auto live_it = live_.lower_bound(first_id);
   if (live_it != live_.end() && live_it->first < first_id + kMaxSamplesPerRequest) {
@@ -137,6 +138,8 @@ Status Scheduler::Add(ScheduleRequest request) {
     seq->arrival_order = arrival;
     seq->arrival_time_s = arrival_time;
     seq->wants_prompt_logprobs = request.prompt_logprobs;
+    seq->speculative = request.speculative;
+    seq->speculation.k = request.speculative.enabled() ? request.speculative.num_tokens : 0;
     Sequence* raw = seq.get();
     live_.emplace(raw->seq_id, std::move(seq));
     if (fork && i > 0) {
@@ -213,9 +216,11 @@ StepPlan Scheduler::Schedule() {
   // Gives a running sequence its next tokens (a decode token or a prefill chunk), preempting
   // the latest running sequences not yet scheduled when blocks run out. False if it was
   // preempted itself.
+  std::map<const Sequence*, std::vector<int32_t>> drafts;  // proposals of the decodes that carry some
   auto schedule_running = [&](Sequence* seq) {
     const int32_t wanted = std::min(PrefillTarget(*seq) - seq->num_computed, ChunkLimit(budget));
     CHECK_GT(wanted, 0) << "seq " << seq->seq_id;
+    std::vector<int32_t> proposed = Drafts(*seq, budget - wanted);
     int32_t n = 0;
     while ((n = std::min(wanted, block_manager_.MaxAppendableTokens(*seq))) == 0) {
       Sequence* victim = nullptr;
@@ -230,10 +235,14 @@ StepPlan Scheduler::Schedule() {
       preempted = true;
       if (victim == seq) return false;
     }
-    block_manager_.Append(*seq, n);
+    // Proposals take only the slots that are free now.
+    const int32_t lookahead = static_cast<int32_t>(proposed.size());
+    proposed.resize(std::clamp(block_manager_.MaxAppendableTokens(*seq, lookahead) - n, 0, lookahead));
+    block_manager_.Append(*seq, n + static_cast<int32_t>(proposed.size()), lookahead);
     scheduled.emplace_back(seq, n);
     is_scheduled.insert(seq);
-    budget -= n;
+    budget -= n + static_cast<int32_t>(proposed.size());
+    if (!proposed.empty()) drafts[seq] = std::move(proposed);
     return true;
   };
 
@@ -305,13 +314,16 @@ StepPlan Scheduler::Schedule() {
   plan.block_copies = block_manager_.TakeBlockCopies();
   in_flight_plan_.clear();
   for (const auto& [seq, n] : scheduled) {
-    plan.sequences.push_back(MakePlan(*seq, n));
-    in_flight_plan_.push_back({seq->seq_id, n, plan.sequences.back().needs_token});
-    num_scheduled_tokens_ += n;
+    auto found = drafts.find(seq);
+    std::vector<int32_t> proposed = found == drafts.end() ? std::vector<int32_t>() : std::move(found->second);
+    const int32_t num_proposed = static_cast<int32_t>(proposed.size());
+    plan.sequences.push_back(MakePlan(*seq, n, proposed));
+    in_flight_plan_.push_back({seq->seq_id, n, plan.sequences.back().needs_token, std::move(proposed)});
+    num_scheduled_tokens_ += n + num_proposed;
     if (n == 1 && seq->num_output_tokens() > 0 && seq->num_computed + n == seq->num_tokens()) {
-      num_decode_tokens_ += n;
+      num_decode_tokens_ += n + num_proposed;
     } else {
-      num_prefill_tokens_ += n;
+      num_prefill_tokens_ += n + num_proposed;
     }
   }
   ++num_steps_;
@@ -320,15 +332,33 @@ StepPlan Scheduler::Schedule() {
   return plan;
 }
 
-SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens) const {
+std::vector<int32_t> Scheduler::Drafts(const Sequence& seq, int32_t max_drafts) const {
+  if (!seq.speculative.enabled() || seq.num_uncomputed() != 1 || seq.needs_prompt_logprobs() ||
+      HasPendingChildren(seq)) {
+    return {};
+  }
+  // Row j of the step samples output token O + j: the last one allowed is max_tokens - 1, and the
+  // context ends at max_model_len tokens.
+  const int32_t k = std::min({seq.speculation.k, max_drafts, seq.stopping.max_tokens - seq.num_output_tokens() - 1,
+                              config_.max_model_len - seq.num_tokens() - 1});
+  if (k <= 0) return {};
+  return ProposeNgram(seq.AllTokens(), k, seq.speculative.min_ngram, seq.speculative.max_ngram);
+}
+
+SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const {
   SequencePlan p;
   p.seq_id = seq.seq_id;
   p.num_cached = seq.num_computed;
-  p.token_ids.reserve(num_new_tokens);
+  const int32_t num_drafts = static_cast<int32_t>(drafts.size());
+  p.token_ids.reserve(num_new_tokens + num_drafts);
   for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
+  p.token_ids.insert(p.token_ids.end(), drafts.begin(), drafts.end());
+  p.num_draft_tokens = num_drafts;
   p.block_table = seq.block_table;
-  CHECK_EQ(block_manager_.NumLogicalBlocks(seq), CeilDiv(seq.num_computed + num_new_tokens, block_manager_.block_size()));
+  CHECK_EQ(block_manager_.NumLogicalBlocks(seq),
+           CeilDiv(seq.num_computed + num_new_tokens + num_drafts, block_manager_.block_size()));
   p.needs_token = seq.num_computed + num_new_tokens == seq.num_tokens();
+  CHECK(p.needs_token || num_drafts == 0) << "seq " << seq.seq_id;
   p.sampling = seq.sampling;
   p.sample_index = static_cast<uint32_t>(seq.num_output_tokens());
   if (p.needs_token && seq.sampling.has_penalties()) p.penalty_tokens = seq.AllTokens();
@@ -365,12 +395,13 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     if (plan.sequences[i].seq_id != in_flight_plan_[i].seq_id) return InvalidArgument("plan differs from the one scheduled");
     if (!in_flight_plan_[i].needs_token) continue;
-    if (num_needing >= result.sequences.size() ||
-        result.sequences[num_needing].seq_id != in_flight_plan_[i].seq_id) {
-      return InvalidArgument("step " + std::to_string(plan.step_id) + " result lacks the token of seq " +
-                             std::to_string(in_flight_plan_[i].seq_id));
+    for (size_t row = 0; row <= in_flight_plan_[i].drafts.size(); ++row, ++num_needing) {
+      if (num_needing >= result.sequences.size() ||
+          result.sequences[num_needing].seq_id != in_flight_plan_[i].seq_id) {
+        return InvalidArgument("step " + std::to_string(plan.step_id) + " result lacks token " +
+                               std::to_string(row) + " of seq " + std::to_string(in_flight_plan_[i].seq_id));
+      }
     }
-    ++num_needing;
   }
   if (num_needing != result.sequences.size()) {
     return InvalidArgument("step " + std::to_string(plan.step_id) + " result has " +
@@ -385,7 +416,8 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
   size_t scored = 0;
   for (size_t i = 0; i < in_flight_plan_.size(); ++i) {
     const InFlightSequence& planned = in_flight_plan_[i];
-    const SequenceResult* sampled = planned.needs_token ? &result.sequences[r++] : nullptr;
+    const SequenceResult* sampled = planned.needs_token ? &result.sequences[r] : nullptr;
+    if (planned.needs_token) r += 1 + planned.drafts.size();
     const PromptLogprobsResult* prompt =
         plan.sequences[i].prompt_logprobs ? &result.prompt_logprobs[scored++] : nullptr;
     auto it = live_.find(planned.seq_id);
@@ -396,50 +428,76 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
       CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_computed) << "seq " << seq->seq_id;
       seq->prompt_logprobs.insert(seq->prompt_logprobs.end(), prompt->positions.begin(), prompt->positions.end());
     }
-    seq->num_computed += planned.num_tokens;
-    block_manager_.MarkComputed(*seq);
     if (sampled == nullptr) {
+      seq->num_computed += planned.num_tokens;
+      block_manager_.MarkComputed(*seq);
       if (HasPendingChildren(*seq) && seq->num_computed == PrefillTarget(*seq)) ForkChildren(seq);
       continue;
     }
-    SequenceEvent event;
+    std::vector<SequenceEvent> applied = ApplySampled(seq, planned.num_tokens, planned.drafts, sampled, now);
+    if (seq->is_finished()) live_.erase(it);
+    for (SequenceEvent& event : applied) events.push_back(std::move(event));
+  }
+  in_flight_plan_.clear();
+  return events;
+}
+
+std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
+                                                   const SequenceResult* rows, double now) {
+  // Rows 0..accepted: the proposals equal to the tokens sampled before them, then one more.
+  const int32_t num_drafts = static_cast<int32_t>(drafts.size());
+  int32_t accepted = 0;
+  while (accepted < num_drafts && rows[accepted].token_id == drafts[accepted]) ++accepted;
+  std::vector<SequenceEvent> events;
+  FinishReason reason = FinishReason::kNone;
+  for (int32_t j = 0; j <= accepted && reason == FinishReason::kNone; ++j) {
+    const SequenceResult& sampled = rows[j];
+    SequenceEvent& event = events.emplace_back();
     event.seq_id = seq->seq_id;
     event.request_id = seq->request_id;
     event.sample_index = seq->sample_index;
-    FinishReason reason = FinishReason::kNone;
-    if (sampled->token_id < 0) {
+    if (sampled.token_id < 0) {
       reason = FinishReason::kError;
-    } else {
-      seq->output_ids.push_back(sampled->token_id);
-      seq->output_logprobs.push_back(sampled->logprob);
-      if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
-      seq->last_token_time_s = now;
-      event.token_id = sampled->token_id;
-      event.logprob = sampled->logprob;
-      event.top_logprobs = sampled->top_logprobs;
-      if (seq->wants_prompt_logprobs && seq->num_output_tokens() == 1) {
-        CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_prompt_tokens() - 1)
-            << "seq " << seq->seq_id;
-        event.has_prompt_logprobs = true;
-        event.prompt_ids = seq->prompt_ids;
-        event.prompt_logprobs = std::move(seq->prompt_logprobs);
-        seq->prompt_logprobs.clear();
-      }
-      if (StopsAfter(*seq, sampled->token_id)) {
-        reason = FinishReason::kStop;
-      } else if (seq->num_output_tokens() >= seq->stopping.max_tokens ||
-                 seq->num_tokens() >= config_.max_model_len) {
-        reason = FinishReason::kLength;
-      }
+      break;
     }
-    if (reason != FinishReason::kNone) {
-      Finish(seq, reason);
-      FillUsage(*seq, event);
-      live_.erase(it);
+    seq->output_ids.push_back(sampled.token_id);
+    seq->output_logprobs.push_back(sampled.logprob);
+    if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
+    seq->last_token_time_s = now;
+    event.token_id = sampled.token_id;
+    event.logprob = sampled.logprob;
+    event.top_logprobs = sampled.top_logprobs;
+    if (seq->wants_prompt_logprobs && seq->num_output_tokens() == 1) {
+      CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_prompt_tokens() - 1)
+          << "seq " << seq->seq_id;
+      event.has_prompt_logprobs = true;
+      event.prompt_ids = seq->prompt_ids;
+      event.prompt_logprobs = std::move(seq->prompt_logprobs);
+      seq->prompt_logprobs.clear();
     }
-    events.push_back(std::move(event));
+    if (StopsAfter(*seq, sampled.token_id)) {
+      reason = FinishReason::kStop;
+    } else if (seq->num_output_tokens() >= seq->stopping.max_tokens || seq->num_tokens() >= config_.max_model_len) {
+      reason = FinishReason::kLength;
+    }
   }
-  in_flight_plan_.clear();
+  // Every token but the last one kept has its K/V computed: the step's own tokens and the kept
+  // proposals, as plain decoding would have them when it sampled that last token.
+  const int32_t num_kept = static_cast<int32_t>(events.size());
+  seq->num_computed += num_tokens + num_kept - 1;
+  block_manager_.MarkComputed(*seq);
+  if (num_drafts > 0) {
+    block_manager_.DropLookahead(*seq);
+    const int32_t kept_drafts = std::max(0, num_kept - 1);
+    seq->speculation.OnVerified(num_drafts, kept_drafts, seq->speculative.num_tokens);
+    ++num_verify_steps_;
+    num_draft_tokens_ += num_drafts;
+    num_accepted_tokens_ += kept_drafts;
+  }
+  if (reason != FinishReason::kNone) {
+    Finish(seq, reason);
+    FillUsage(*seq, events.back());
+  }
   return events;
 }
 
@@ -478,6 +536,8 @@ void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) const {
   event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
   event.ttft_s = seq.ttft_s();
   event.tpot_s = seq.tpot_s();
+  event.num_draft_tokens = seq.speculation.num_draft_tokens;
+  event.num_accepted_tokens = seq.speculation.num_accepted_tokens;
 }
 
 void Scheduler::Finish(Sequence* seq, FinishReason reason) {
@@ -600,6 +660,9 @@ SchedulerStats Scheduler::Stats() const {
   stats.num_scheduled_tokens = num_scheduled_tokens_;
   stats.num_prefill_tokens = num_prefill_tokens_;
   stats.num_decode_tokens = num_decode_tokens_;
+  stats.num_verify_steps = num_verify_steps_;
+  stats.num_draft_tokens = num_draft_tokens_;
+  stats.num_accepted_tokens = num_accepted_tokens_;
   stats.blocks = block_manager_.Stats();
   return stats;
 }

@@ -15,6 +15,11 @@
 //   2. running sequences part-way through their prefill, next chunk each;
 //   3. waiting sequences in FCFS (or priority) order, chunked to what is left of the budget,
 //      while blocks and max_num_seqs allow (none when step 1-2 had to preempt).
+// Speculative decoding (ScheduleRequest::speculative): a decode may carry proposed tokens after its
+// own (coordinator/speculation.h), on free blocks and budget only (never preempting for them); the
+// worker samples after each, Postprocess keeps the proposals equal to the sampled tokens and the
+// token after them, and gives back the slots of the rest, so the sequence's blocks, hashes and
+// prefix cache are what plain decoding would have at the same tokens.
 // n > 1 samples of a request: sample 0 prefills the prompt up to its last token, then the other
 // samples fork from it (sharing every block) and each computes the last prompt token itself;
 // the shared partial block is copied on write (StepPlan::block_copies).
@@ -50,6 +55,9 @@ struct ScheduleRequest {
   // Score every prompt token during prefill (SequencePlan::prompt_logprobs, top-n =
   // sampling.num_logprobs); the request's samples then read no cached prefix blocks.
   bool prompt_logprobs = false;
+  // Speculative decoding of its decode steps (coordinator/speculation.h); off by default. The
+  // tokens are the same either way.
+  SpeculativeConfig speculative;
 };
 
 // What happened to one sequence in a step, for the server to stream.
@@ -74,6 +82,9 @@ struct SequenceEvent {
   int32_t num_cached_prompt_tokens = 0;
   double ttft_s = -1;
   double tpot_s = -1;
+  // Speculative decoding over the sample's life, filled when is_finished.
+  int64_t num_draft_tokens = 0;     // proposals verified
+  int64_t num_accepted_tokens = 0;  // of those, kept as output
 };
 
 // One request's live sequences, handed from the scheduler of a lost worker group to another
@@ -93,7 +104,10 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t num_scheduled_tokens = 0;  // over all steps
   int64_t num_prefill_tokens = 0;
-  int64_t num_decode_tokens = 0;
+  int64_t num_decode_tokens = 0;  // including the proposals verified
+  int64_t num_verify_steps = 0;   // sequence-steps that verified at least one proposal
+  int64_t num_draft_tokens = 0;   // proposals verified
+  int64_t num_accepted_tokens = 0;  // of those, kept as output
   BlockStats blocks;
 };
 
@@ -170,7 +184,14 @@ class Scheduler {
   void ForkChildren(Sequence* leader);
   int32_t PrefillTarget(const Sequence& seq) const;
   int32_t ChunkLimit(int32_t budget) const;
-  SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens) const;
+  SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const;
+  // The proposals for seq's next step, at most max_drafts: none unless it speculates and the step
+  // computes exactly its last token; never past max_tokens or the context.
+  std::vector<int32_t> Drafts(const Sequence& seq, int32_t max_drafts) const;
+  // Applies the sampled rows of one sequence of the step (1 + drafts): appends the kept tokens,
+  // advances num_computed, finishes it when a token ends it. Returns its events (one per token).
+  std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
+                                          const SequenceResult* rows, double now);
   bool StopsAfter(const Sequence& seq, int32_t token) const;
   void FillUsage(const Sequence& seq, SequenceEvent& event) const;
   // seq leads a request whose other samples wait to fork from it.
@@ -181,8 +202,9 @@ class Scheduler {
 
   struct InFlightSequence {
     uint64_t seq_id;
-    int32_t num_tokens;
+    int32_t num_tokens;           // of its own, proposals not included
     bool needs_token;
+    std::vector<int32_t> drafts;  // proposals after them
   };
   // The result's prompt logprobs match the plan's requests (sequences, counts, token ids).
   static Status CheckPromptLogprobs(const StepPlan& plan, const StepResult& result);
@@ -205,6 +227,9 @@ class Scheduler {
   int64_t num_scheduled_tokens_ = 0;
   int64_t num_prefill_tokens_ = 0;
   int64_t num_decode_tokens_ = 0;
+  int64_t num_verify_steps_ = 0;
+  int64_t num_draft_tokens_ = 0;
+  int64_t num_accepted_tokens_ = 0;
 };
 
 }  // namespace tpserve

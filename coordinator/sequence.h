@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/step_plan.h"
+#include "coordinator/speculation.h"
 
 namespace tpserve {
 
@@ -65,6 +66,7 @@ struct Sequence {
   int32_t priority = 0;        // smaller runs first when SchedulerConfig::enable_priority
   uint64_t arrival_order = 0;  // assigned by Scheduler::Add; FCFS tie-break, same for all samples
   bool wants_prompt_logprobs = false;  // the request asked for the logprob of every prompt token
+  SpeculativeConfig speculative;       // proposals for its decode steps (coordinator/speculation.h)
 
   // Progress.
   std::vector<int32_t> output_ids;  // [O] sampled so far (kept across preemption)
@@ -76,6 +78,7 @@ struct Sequence {
   // Prompt tokens served from the prefix cache at the first allocation (for usage reporting).
   int32_t num_cached_prompt_tokens = 0;
   int32_t num_preemptions = 0;
+  SpeculationState speculation;  // adaptive proposal length and acceptance counts
   // Logprobs of prompt tokens 1.. scored so far (prompt_logprobs[i]: token i + 1 given 0..i), while
   // needs_prompt_logprobs(); handed to the first token's event, then empty.
   std::vector<PromptTokenLogprob> prompt_logprobs;  // [<= P - 1]

@@ -39,6 +39,13 @@ Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_s
       }
       if (seq.sampling.num_logprobs < 0) return InvalidArgument(where + "num_logprobs must be >= 0");
     }
+    if (seq.num_draft_tokens < 0 || seq.num_draft_tokens >= static_cast<int64_t>(seq.token_ids.size())) {
+      return InvalidArgument(where + std::to_string(seq.num_draft_tokens) + " draft tokens of " +
+                             std::to_string(seq.token_ids.size()));
+    }
+    if (seq.num_draft_tokens > 0 && (!seq.needs_token || seq.prompt_logprobs)) {
+      return InvalidArgument(where + "draft tokens need needs_token and no prompt_logprobs");
+    }
     if (seq.needs_token) {
       Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
       if (!sampling.ok()) return InvalidArgument(where + sampling.message());
@@ -72,6 +79,7 @@ Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_bloc
   batch->token_seq.clear();
   batch->logit_rows.clear();
   batch->sampled_seqs.clear();
+  batch->draft_rows.clear();
   batch->score_targets.clear();
   batch->score_num_logprobs.clear();
   batch->scored_seqs.clear();
@@ -107,8 +115,24 @@ Status FlattenStepPlan(const StepPlan& plan, int block_size, int64_t num_kv_bloc
       batch->token_seq.push_back(static_cast<int32_t>(s));
     }
     if (seq.needs_token) {
-      batch->logit_rows.push_back(static_cast<int32_t>(batch->token_ids.size() - 1));
+      const int64_t first_row = n - 1 - seq.num_draft_tokens;
+      batch->logit_rows.push_back(static_cast<int32_t>(first + first_row));
       batch->sampled_seqs.push_back(&seq);
+      for (int64_t j = 1; j <= seq.num_draft_tokens; ++j) {
+        // What plain decoding would send after drafts 1..j had been sampled.
+        SequencePlan& row = batch->draft_rows.emplace_back();
+        row.seq_id = seq.seq_id;
+        row.needs_token = true;
+        row.sampling = seq.sampling;
+        row.sample_index = seq.sample_index + static_cast<uint32_t>(j);
+        if (!seq.penalty_tokens.empty()) {
+          row.penalty_tokens = seq.penalty_tokens;
+          row.penalty_tokens.insert(row.penalty_tokens.end(), seq.token_ids.begin() + first_row + 1,
+                                    seq.token_ids.begin() + first_row + 1 + j);
+        }
+        batch->logit_rows.push_back(static_cast<int32_t>(first + first_row + j));
+        batch->sampled_seqs.push_back(&row);
+      }
     }
     if (seq.prompt_logprobs) {
       batch->scored_seqs.push_back(&seq);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "comm/step_plan.h"
@@ -21,8 +22,12 @@ struct StepBatch {
   int64_t max_blocks_per_seq = 1;
   // Token index of each row whose logits the LM head computes: the sampled rows first, then the
   // scored rows of the sequences with prompt_logprobs (plan order, position order within one).
-  std::vector<int32_t> logit_rows;                // [S_needing + R]
-  std::vector<const SequencePlan*> sampled_seqs;  // [S_needing] borrowed from the plan
+  // A sequence with draft tokens has 1 + num_draft_tokens sampled rows (its last positions).
+  std::vector<int32_t> logit_rows;                // [S_sampled + R]
+  // The plan each sampled row draws with: a sequence's own plan for its first row, and for the
+  // row after draft j a plan of what plain decoding would have sent there (draft_rows).
+  std::vector<const SequencePlan*> sampled_seqs;  // [S_sampled] borrowed from the plan or draft_rows
+  std::deque<SequencePlan> draft_rows;            // seq_id, sampling, sample_index, penalty_tokens only
   std::vector<int32_t> score_targets;             // [R] the prompt token each scored row predicts
   std::vector<int32_t> score_num_logprobs;        // [R] top alternatives each scored row reports
   std::vector<const SequencePlan*> scored_seqs;   // [S_scoring] the plans with prompt_logprobs
@@ -37,7 +42,8 @@ struct StepBatch {
 // groups (SequencePlan::block_table is [logical block][group], common/kv_groups.h), a released page
 // (-1) that a sliding group's window still reads or a full group's page, a token id
 // outside [0, vocab_size) (next_prompt_token included), an empty sequence, a negative num_cached,
-// bad sampling parameters, a negative num_logprobs with prompt_logprobs.
+// bad sampling parameters, a negative num_logprobs with prompt_logprobs, draft tokens that are not
+// a strict tail of token_ids or come without needs_token or with prompt_logprobs.
 Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size,
                         const KvGroups& groups = {});
 

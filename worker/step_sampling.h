@@ -13,7 +13,7 @@
 
 namespace tpserve {
 
-// logits: [S_needing + R, V_shard] on the host, the rows of batch.logit_rows; `comm` is a
+// logits: [S_sampled + R, V_shard] on the host, the rows of batch.logit_rows; `comm` is a
 // host-buffer communicator over the TP group. Sets result->sequences (one SequenceResult per
 // sampled row, in plan order; with return_logits each carries the row's full logits [V],
 // all-gathered across the group) and result->prompt_logprobs (one per batch.scored_seqs, worker/

@@ -16,7 +16,9 @@ using Common = import "common.capnp";
 
 # Version 2: SequencePlan.sampling is common.capnp's SamplingParams; numLogprobs moved to SequencePlan.
 # Version 3: prompt logprobs (SequencePlan.promptLogprobs / nextPromptToken, StepResult.promptLogprobs).
-const workerProtocolVersion :UInt32 = 4;
+# Version 4: layer groups and the KV type in Hello; block tables of one page per group.
+# Version 5: speculative decoding (SequencePlan.numDraftTokens; StepResult rows per sampled position).
+const workerProtocolVersion :UInt32 = 5;
 
 struct SequencePlan {
   seqId @0 :UInt64;
@@ -35,6 +37,9 @@ struct SequencePlan {
   # The prompt token after this chunk when the prompt goes on in a later chunk; -1 when the chunk
   # ends the prompt (its last position predicts a generated token: nothing to score there).
   nextPromptToken @10 :Int32 = -1;
+  # The last numDraftTokens of tokenIds are proposals: the step samples after each of the last
+  # 1 + numDraftTokens tokens (StepResult.sequences holds one entry per such row, in order).
+  numDraftTokens @11 :Int32;
 }
 
 struct BlockCopy {

@@ -27,6 +27,18 @@ namespace tpserve::testing_coordinator {
 
 constexpr int32_t kFakeVocab = 1000;
 
+// A model that repeats itself, as text does: the next token depends on the last two only, over a
+// small vocabulary, so prompt lookup (coordinator/speculation.h) proposes tokens that are often right.
+inline int32_t FakeRepetitiveToken(uint64_t seq_id, const std::vector<int32_t>& context) {
+  const size_t n = context.size();
+  const uint64_t a = n >= 1 ? static_cast<uint32_t>(context[n - 1]) : 0, b = n >= 2 ? static_cast<uint32_t>(context[n - 2]) : 0;
+  uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full) ^ (seq_id % 3);
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return static_cast<int32_t>(h % 24) + 1;
+}
+
 // Deterministic next token for (seq, context): never dependent on the batch or block placement.
 inline int32_t FakeNextToken(uint64_t seq_id, const std::vector<int32_t>& context) {
   uint64_t h = 0x243f6a8885a308d3ull ^ (seq_id * 0x9e3779b97f4a7c15ull);
@@ -39,12 +51,13 @@ inline int32_t FakeNextToken(uint64_t seq_id, const std::vector<int32_t>& contex
 }
 
 // What a request's sample produces alone, with unlimited memory: the scheduler must match it.
-inline std::vector<int32_t> ReferenceOutput(uint64_t seq_id, const std::vector<int32_t>& prompt,
-                                            const StoppingCriteria& stopping, int32_t max_model_len) {
+inline std::vector<int32_t> ReferenceOutput(
+    uint64_t seq_id, const std::vector<int32_t>& prompt, const StoppingCriteria& stopping, int32_t max_model_len,
+    const std::function<int32_t(uint64_t, const std::vector<int32_t>&)>& next_token = FakeNextToken) {
   std::vector<int32_t> context = prompt;
   std::vector<int32_t> output;
   while (true) {
-    const int32_t token = FakeNextToken(seq_id, context);
+    const int32_t token = next_token(seq_id, context);
     output.push_back(token);
     context.push_back(token);
     const bool eos = !stopping.ignore_eos && stopping.eos_token_id >= 0 && token == stopping.eos_token_id;
@@ -115,14 +128,20 @@ class FakeKvWorker {
         EXPECT_GE(slots_[slot], 0) << "seq " << sp.seq_id << " reads an unwritten slot at " << pos;
         context.push_back(slots_[slot]);
       }
+      // One row per position sampled: the last 1 + num_draft_tokens, each seeing the context up to it.
+      const int32_t first_sampled = end - sp.num_draft_tokens;
       if (!sp.penalty_tokens.empty()) {
-        EXPECT_EQ(sp.penalty_tokens, context);
+        EXPECT_EQ(sp.penalty_tokens, std::vector<int32_t>(context.begin(), context.begin() + first_sampled));
       }
-      SequenceResult r;
-      r.seq_id = sp.seq_id;
-      r.token_id = override_ ? override_(sp.seq_id, context) : FakeNextToken(sp.seq_id, context);
-      r.logprob = -0.5f;
-      result.sequences.push_back(r);
+      for (int32_t row_end = first_sampled; row_end <= end; ++row_end) {
+        const std::vector<int32_t> seen(context.begin(), context.begin() + row_end);
+        SequenceResult r;
+        r.seq_id = sp.seq_id;
+        r.token_id = NextToken(sp.seq_id, seen);
+        r.logprob = -0.5f;
+        result.sequences.push_back(r);
+      }
+      num_draft_rows_ += sp.num_draft_tokens;
     }
     ++num_steps_;
     return result;
@@ -130,7 +149,11 @@ class FakeKvWorker {
 
   // Replaces FakeNextToken (e.g. to force an EOS).
   void SetNextToken(std::function<int32_t(uint64_t, const std::vector<int32_t>&)> fn) { override_ = std::move(fn); }
+  int32_t NextToken(uint64_t seq_id, const std::vector<int32_t>& context) const {
+    return override_ ? override_(seq_id, context) : FakeNextToken(seq_id, context);
+  }
   int64_t num_steps() const { return num_steps_; }
+  int64_t num_draft_rows() const { return num_draft_rows_; }  // proposals verified so far
   // Loses every slot's contents, as a replaced worker group would.
   void WipeKv() { std::fill(slots_.begin(), slots_.end(), -1); }
 
@@ -172,6 +195,7 @@ class FakeKvWorker {
   std::vector<int32_t> slots_;  // [num_blocks * block_size] token id stored in each KV slot
   std::function<int32_t(uint64_t, const std::vector<int32_t>&)> override_;
   int64_t num_steps_ = 0;
+  int64_t num_draft_rows_ = 0;
 };
 
 }  // namespace tpserve::testing_coordinator

@@ -115,7 +115,11 @@ class SchedulerHarness {
       for (int32_t i = 0; i < r.num_samples; ++i) {
         const uint64_t id = S(request_id, i);
         if (!finished_.count(id) || finished_[id].finish_reason == FinishReason::kCancelled) continue;
-        EXPECT_EQ(outputs_[id], ReferenceOutput(id, r.prompt_ids, r.stopping, config_.max_model_len))
+        EXPECT_EQ(outputs_[id],
+                  ReferenceOutput(id, r.prompt_ids, r.stopping, config_.max_model_len,
+                                  [this](uint64_t seq, const std::vector<int32_t>& context) {
+                                    return worker_.NextToken(seq, context);
+                                  }))
             << "seq " << id;
       }
     }
@@ -125,6 +129,15 @@ class SchedulerHarness {
     const BlockStats b = scheduler_.Stats().blocks;
     EXPECT_EQ(b.num_used, 0);
     EXPECT_EQ(b.num_free + b.num_cached, b.num_blocks);
+  }
+
+  // The sequences live now, by id.
+  std::vector<const Sequence*> LiveSequences() const {
+    std::vector<const Sequence*> live;
+    for (uint64_t id : ids_) {
+      if (const Sequence* seq = scheduler_.FindSequence(id)) live.push_back(seq);
+    }
+    return live;
   }
 
   // A fingerprint of every plan so far (ids, positions, tokens, tables, copies).
@@ -160,6 +173,7 @@ class SchedulerHarness {
       Mix(sp.needs_token);
       Mix(sp.prompt_logprobs);
       Mix(static_cast<uint32_t>(sp.next_prompt_token));
+      Mix(static_cast<uint32_t>(sp.num_draft_tokens));
       for (int32_t t : sp.token_ids) Mix(static_cast<uint32_t>(t));
       for (int32_t b : sp.block_table) Mix(static_cast<uint32_t>(b));
     }

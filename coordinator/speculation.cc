@@ -1,0 +1,76 @@
+#include "coordinator/speculation.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tpserve {
+
+StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
+  SpeculativeConfig config;
+  if (text == "off" || text.empty()) return config;
+  const std::string_view method = text.substr(0, text.find(':'));
+  if (method != "ngram") {
+    return InvalidArgument("speculative method '" + std::string(method) + "' is not supported; use off, ngram or ngram:K");
+  }
+  config.method = SpeculativeMethod::kNgram;
+  config.num_tokens = 4;
+  if (method.size() < text.size()) {
+    const std::string_view k = text.substr(method.size() + 1);
+    int32_t value = 0;
+    const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), value);
+    if (error != std::errc() || end != k.data() + k.size()) {
+      return InvalidArgument("speculative '" + std::string(text) + "': K must be a number, as in ngram:4");
+    }
+    config.num_tokens = value;
+  }
+  RETURN_IF_ERROR(ValidateSpeculativeConfig(config));
+  return config;
+}
+
+std::string SpeculativeConfigName(const SpeculativeConfig& config) {
+  if (!config.enabled()) return "off";
+  return "ngram:" + std::to_string(config.num_tokens);
+}
+
+Status ValidateSpeculativeConfig(const SpeculativeConfig& config) {
+  if (config.method == SpeculativeMethod::kOff) return OkStatus();
+  if (config.num_tokens < 1 || config.num_tokens > kMaxSpeculativeTokens) {
+    return InvalidArgument("speculative tokens per step must be in [1, " + std::to_string(kMaxSpeculativeTokens) +
+                           "], got " + std::to_string(config.num_tokens));
+  }
+  if (config.min_ngram < 1 || config.max_ngram < config.min_ngram || config.max_ngram > 16) {
+    return InvalidArgument("n-gram lengths must satisfy 1 <= min <= max <= 16, got " +
+                           std::to_string(config.min_ngram) + ".." + std::to_string(config.max_ngram));
+  }
+  return OkStatus();
+}
+
+std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram,
+                                  int32_t max_ngram) {
+  const int64_t size = static_cast<int64_t>(tokens.size());
+  if (k <= 0) return {};
+  for (int64_t n = std::min<int64_t>(max_ngram, size - 1); n >= min_ngram; --n) {
+    const int32_t* suffix = tokens.data() + size - n;
+    int64_t best = -1;  // the earliest occurrence seen: the one with the most tokens after it
+    // Latest start first; a match needs a token after it: i + n <= size - 1.
+    for (int64_t i = size - n - 1; i >= 0; --i) {
+      if (tokens[i] != suffix[0] || !std::equal(suffix, suffix + n, tokens.data() + i)) continue;
+      best = i;
+      if (size - (i + n) >= k) break;
+    }
+    if (best < 0) continue;
+    const int64_t begin = best + n;
+    const int64_t end = std::min<int64_t>(begin + k, size);
+    return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
+  }
+  return {};
+}
+
+void SpeculationState::OnVerified(int32_t proposed, int32_t accepted, int32_t max_k) {
+  ++num_verify_steps;
+  num_draft_tokens += proposed;
+  num_accepted_tokens += accepted;
+  k = accepted == proposed ? std::min(max_k, k + 1) : std::min(max_k, accepted + 1);
+}
+
+}  // namespace tpserve

@@ -1,0 +1,66 @@
+// Speculative decoding, the coordinator's half: what to propose for a decoding sequence and how
+// much. The worker verifies the proposals in one step (comm/step_plan.h, SequencePlan::
+// num_draft_tokens) by sampling after each of them exactly as plain decoding would there; the
+// Scheduler keeps the longest run of proposals equal to the sampled tokens, plus the token sampled
+// after it. Since a step's logits are bitwise independent of how tokens are batched and a draw
+// depends on (seed, token index, logits) alone, the kept tokens are the very tokens plain decoding
+// produces: speculation changes the speed, never the output.
+//
+// Proposer: prompt lookup (n-gram). The last n tokens of prompt ++ output (n from max_ngram down to
+// min_ngram, longest first) are looked up earlier in the same tokens; the tokens that followed the
+// latest earlier occurrence (with k tokens after it) are proposed. No model runs; it wins where the output repeats its input
+// (code editing, summaries quoting their source, retrieval-augmented answers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tpserve {
+
+enum class SpeculativeMethod {
+  kOff = 0,
+  kNgram = 1,  // prompt lookup
+};
+
+// Most tokens proposed for one sequence in one step.
+constexpr int32_t kMaxSpeculativeTokens = 16;
+
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::kOff;
+  int32_t num_tokens = 0;  // k: most proposals per step, in [1, kMaxSpeculativeTokens] when on
+  int32_t min_ngram = 1;   // shortest suffix looked up
+  int32_t max_ngram = 4;   // longest suffix looked up
+  bool enabled() const { return method != SpeculativeMethod::kOff && num_tokens > 0; }
+};
+
+// "off", "ngram" (k = 4) or "ngram:K". INVALID_ARGUMENT naming the accepted forms otherwise.
+StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text);
+// The inverse: "off" or "ngram:K".
+std::string SpeculativeConfigName(const SpeculativeConfig& config);
+// OK, or INVALID_ARGUMENT when k or the n-gram bounds are out of range for an enabled config.
+Status ValidateSpeculativeConfig(const SpeculativeConfig& config);
+
+// Prompt lookup over `tokens` (prompt ++ output): for n = max_ngram down to min_ngram, the earlier
+// occurrences of the last n tokens that some token follows; of those the latest followed by at least
+// k tokens, or else the earliest (followed by the most). Returns up to k of the tokens after it.
+// Empty when no suffix of those lengths recurs.
+std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram,
+                                  int32_t max_ngram);
+
+// One sequence's adaptive proposal length and its counts.
+struct SpeculationState {
+  int32_t k = 0;                   // proposals asked for in the next step (<= the config's k)
+  int64_t num_verify_steps = 0;    // steps that verified at least one proposal
+  int64_t num_draft_tokens = 0;    // proposals verified
+  int64_t num_accepted_tokens = 0; // of those, kept as output
+
+  // After a step verified `proposed` (> 0) tokens and kept `accepted` of them: k grows by one
+  // after a step that kept all it proposed, up to max_k, and otherwise shrinks to accepted + 1.
+  void OnVerified(int32_t proposed, int32_t accepted, int32_t max_k);
+};
+
+}  // namespace tpserve
