@@ -93,6 +93,14 @@ void AddRequestFlags(CLI::App* command, CliFlags& f) {
   command->add_flag("--json", f.json, "print one JSON object per sample");
   command->add_flag("--as-chat", f.as_chat, "batch: send each --prompt as a chat user turn");
   command->add_flag("--prompt-logprobs", r.prompt_logprobs, "also print every prompt token's logprob");
+  command->add_option_function<std::string>(
+      "--speculative",
+      [&r](const std::string& text) {
+        StatusOr<proto::SpeculativeRequest> parsed = proto::ParseSpeculativeRequest(text);
+        if (!parsed.ok()) throw CLI::ValidationError("--speculative", parsed.status().message());
+        r.speculative = *parsed;
+      },
+      "speculative decoding: off or ngram:K (default: the server's); the tokens are the same either way");
 }
 
 // The prompt of a generate request from --prompt, --chat or --prompt-ids; false when none was given.
@@ -126,6 +134,7 @@ std::string SampleJson(size_t sample, const GenerateResult& result) {
   j["ttft_ms"] = finish.ttft_ms;
   j["tpot_ms"] = finish.tpot_ms;
   j["seed"] = finish.seed;
+  j["speculative"] = {{"draft_tokens", finish.num_draft_tokens}, {"accepted_tokens", finish.num_accepted_tokens}};
   return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
@@ -326,7 +335,9 @@ int Stats(const CliFlags& flags) {
             << "\nmessages_dropped: " << s->num_messages_dropped << "\nworker_groups: " << s->num_worker_groups
             << "\nsteps: " << s->num_steps_total << "\ngenerated_tokens: " << s->num_generated_tokens
             << "\npreemptions: " << s->num_preemptions << "\nreplays: " << s->num_replays
-            << "\nwaiting_for_group: " << s->num_requests_waiting_for_group << "\n";
+            << "\nwaiting_for_group: " << s->num_requests_waiting_for_group
+            << "\nspec_draft_tokens: " << s->num_draft_tokens << "\nspec_accepted_tokens: " << s->num_accepted_tokens
+            << "\nspec_verify_steps: " << s->num_verify_steps << "\n";
   return 0;
 }
 

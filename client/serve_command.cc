@@ -151,7 +151,8 @@ class ServeFlagParser {
                             {"--sliding-kv", "free (default): sliding-window layers give back KV pages past the "
                              "window; keep", ""},
                             {"--kv-dtype", "KV cache element type: f32, f16, bf16 or q8_0", ""}};
-  PassThrough coordinator_[8] = {{"--max-num-seqs", "sequences running at once", ""},
+  PassThrough coordinator_[9] = {{"--max-num-seqs", "sequences running at once", ""},
+                                 {"--speculative", "speculative decoding by default: off or ngram:K (same tokens)", ""},
                                  {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},

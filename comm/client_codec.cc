@@ -4,12 +4,36 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "comm/sampling_wire.h"
 #include "comm/schema/client.capnp.h"
 
 namespace tpserve::proto {
+
+StatusOr<SpeculativeRequest> ParseSpeculativeRequest(std::string_view text) {
+  SpeculativeRequest out;
+  const std::string_view method = text.substr(0, text.find(':'));
+  if (method == "off" && method.size() == text.size()) {
+    out.method = SpeculativeChoice::kOff;
+    return out;
+  }
+  if (method != "ngram") {
+    return InvalidArgument("speculative '" + std::string(text) + "' is not supported; use off, ngram or ngram:K");
+  }
+  out.method = SpeculativeChoice::kNgram;
+  if (method.size() == text.size()) return out;
+  const std::string_view k = text.substr(method.size() + 1);
+  uint32_t value = 0;
+  const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), value);
+  if (error != std::errc() || end != k.data() + k.size() || value < 1 || value > kMaxSpeculativeTokens) {
+    return InvalidArgument("speculative '" + std::string(text) + "': K must be a number in [1, " +
+                           std::to_string(kMaxSpeculativeTokens) + "], as in ngram:4");
+  }
+  out.num_tokens = value;
+  return out;
+}
 namespace {
 
 static_assert(kClientProtocolVersion == client_wire::K_CLIENT_PROTOCOL_VERSION,
@@ -77,6 +101,13 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
   out.setPriority(g.priority);
   out.setPromptLogprobs(g.prompt_logprobs);
   if (!g.user.empty()) out.setUser(TextOf(g.user));
+  if (g.speculative.method != SpeculativeChoice::kServerDefault || g.speculative.num_tokens != 0) {
+    auto spec = out.initSpeculative();
+    spec.setMethod(g.speculative.method == SpeculativeChoice::kOff     ? client_wire::SpeculativeMethod::OFF
+                   : g.speculative.method == SpeculativeChoice::kNgram ? client_wire::SpeculativeMethod::NGRAM
+                                                                       : client_wire::SpeculativeMethod::SERVER_DEFAULT);
+    spec.setNumTokens(g.speculative.num_tokens);
+  }
 }
 
 void EncodeTokenize(const TokenizeRequest& t, client_wire::TokenizeRequest::Builder out) {
@@ -173,6 +204,16 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
   g.prompt_logprobs = in.getPromptLogprobs();
   RETURN_IF_ERROR(CheckSize(in.getUser().size(), kMaxUserBytes, "user bytes"));
   g.user = ToString(in.getUser());
+  if (in.hasSpeculative()) {
+    const auto spec = in.getSpeculative();
+    switch (spec.getMethod()) {
+      case client_wire::SpeculativeMethod::SERVER_DEFAULT: g.speculative.method = SpeculativeChoice::kServerDefault; break;
+      case client_wire::SpeculativeMethod::OFF: g.speculative.method = SpeculativeChoice::kOff; break;
+      case client_wire::SpeculativeMethod::NGRAM: g.speculative.method = SpeculativeChoice::kNgram; break;
+      default: return InvalidArgument("unknown speculative method " + std::to_string(static_cast<int>(spec.getMethod())));
+    }
+    g.speculative.num_tokens = spec.getNumTokens();
+  }
   return g;
 }
 
@@ -389,6 +430,8 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       f.setTpotMs(m.finish.tpot_ms);
       f.setSeed(m.finish.seed);
       f.setNumReplays(m.finish.num_replays);
+      f.setNumDraftTokens(m.finish.num_draft_tokens);
+      f.setNumAcceptedTokens(m.finish.num_accepted_tokens);
       break;
     }
     case ServerMessageKind::kError: {
@@ -431,6 +474,9 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       s.setNumPreemptions(r.num_preemptions);
       s.setNumReplays(r.num_replays);
       s.setNumRequestsWaitingForGroup(r.num_requests_waiting_for_group);
+      s.setNumDraftTokens(r.num_draft_tokens);
+      s.setNumAcceptedTokens(r.num_accepted_tokens);
+      s.setNumVerifySteps(r.num_verify_steps);
       break;
     }
   }
@@ -492,6 +538,8 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.finish.tpot_ms = f.getTpotMs();
         m.finish.seed = f.getSeed();
         m.finish.num_replays = f.getNumReplays();
+        m.finish.num_draft_tokens = f.getNumDraftTokens();
+        m.finish.num_accepted_tokens = f.getNumAcceptedTokens();
         break;
       }
       case client_wire::ServerMessage::Body::ERROR: {
@@ -536,6 +584,9 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         r.num_preemptions = s.getNumPreemptions();
         r.num_replays = s.getNumReplays();
         r.num_requests_waiting_for_group = s.getNumRequestsWaitingForGroup();
+        r.num_draft_tokens = s.getNumDraftTokens();
+        r.num_accepted_tokens = s.getNumAcceptedTokens();
+        r.num_verify_steps = s.getNumVerifySteps();
         break;
       }
       default: return InvalidArgument("unknown server message kind");

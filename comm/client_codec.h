@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/step_plan.h"
@@ -59,6 +60,16 @@ struct ChatMessage {
 
 enum class PromptKind { kText = 0, kTokenIds, kChat };
 
+enum class SpeculativeChoice { kServerDefault = 0, kOff, kNgram };
+
+struct SpeculativeRequest {
+  SpeculativeChoice method = SpeculativeChoice::kServerDefault;
+  uint32_t num_tokens = 0;  // k; 0: the method's default
+};
+inline constexpr uint32_t kMaxSpeculativeTokens = 16;
+// "off", "ngram" or "ngram:K" (K in [1, kMaxSpeculativeTokens]); INVALID_ARGUMENT naming the forms otherwise.
+StatusOr<SpeculativeRequest> ParseSpeculativeRequest(std::string_view text);
+
 struct GenerateRequest {
   PromptKind prompt_kind = PromptKind::kText;
   std::string prompt_text;              // kText
@@ -75,6 +86,7 @@ struct GenerateRequest {
   int32_t priority = 0;
   bool prompt_logprobs = false;         // answer a PromptLogprobs message before the first chunk
   std::string user;                     // end-user id, for logs
+  SpeculativeRequest speculative;
 };
 
 // What /tokenize takes: a text (kText) or chat messages (kChat) of a GenerateRequest's prompt.
@@ -127,6 +139,8 @@ struct Finish {
   double tpot_ms = 0;
   uint64_t seed = 0;  // the request's seed, given or drawn by the coordinator: replays the request
   uint32_t num_replays = 0;  // re-runs after a lost worker group (same tokens; see README)
+  uint32_t num_draft_tokens = 0;     // speculative proposals verified
+  uint32_t num_accepted_tokens = 0;  // of those, kept
 };
 
 struct ErrorReply {
@@ -165,6 +179,9 @@ struct StatsReply {
   uint64_t num_preemptions = 0;
   uint64_t num_replays = 0;
   uint32_t num_requests_waiting_for_group = 0;
+  uint64_t num_draft_tokens = 0;
+  uint64_t num_accepted_tokens = 0;
+  uint64_t num_verify_steps = 0;
 };
 
 struct PromptLogprobs {

@@ -1,5 +1,8 @@
 #include "coordinator/request_stream.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace tpserve {
 
 SampleUsage UsageOf(const Sequence& seq) {
@@ -9,6 +12,20 @@ SampleUsage UsageOf(const Sequence& seq) {
   u.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
   u.ttft_s = seq.ttft_s();
   u.tpot_s = seq.tpot_s();
+  u.num_draft_tokens = seq.speculation.num_draft_tokens;
+  u.num_accepted_tokens = seq.speculation.num_accepted_tokens;
+  return u;
+}
+
+SampleUsage UsageOf(const SequenceEvent& event) {
+  SampleUsage u;
+  u.num_prompt_tokens = event.num_prompt_tokens;
+  u.num_output_tokens = event.num_output_tokens;
+  u.num_cached_prompt_tokens = event.num_cached_prompt_tokens;
+  u.ttft_s = event.ttft_s;
+  u.tpot_s = event.tpot_s;
+  u.num_draft_tokens = event.num_draft_tokens;
+  u.num_accepted_tokens = event.num_accepted_tokens;
   return u;
 }
 
@@ -65,6 +82,8 @@ proto::ServerMessage RequestStream::FinishMessage(int32_t sample_index, proto::F
   m.finish.tpot_ms = usage.tpot_s < 0 ? 0 : usage.tpot_s * 1e3;
   m.finish.seed = seed_;
   m.finish.num_replays = num_replays_;
+  m.finish.num_draft_tokens = static_cast<uint32_t>(std::min<int64_t>(usage.num_draft_tokens, UINT32_MAX));
+  m.finish.num_accepted_tokens = static_cast<uint32_t>(std::min<int64_t>(usage.num_accepted_tokens, UINT32_MAX));
   return m;
 }
 
@@ -94,12 +113,7 @@ RequestStream::Output RequestStream::OnEvent(const SequenceEvent& event) {
                : event.finish_reason == FinishReason::kCancelled ? proto::FinishReason::kCancelled
                                                                  : proto::FinishReason::kStop;
     }
-    SampleUsage usage;
-    usage.num_prompt_tokens = event.num_prompt_tokens;
-    usage.num_output_tokens = event.num_output_tokens;
-    usage.num_cached_prompt_tokens = event.num_cached_prompt_tokens;
-    usage.ttft_s = event.ttft_s;
-    usage.tpot_s = event.tpot_s;
+    const SampleUsage usage = UsageOf(event);
     if (out.is_stop_string_hit && !event.is_finished) return out;  // caller aborts, then FinishSample
     for (auto& m : FinishSample(event.sample_index, reason, usage)) out.messages.push_back(std::move(m));
     return out;

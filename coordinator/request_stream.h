@@ -29,8 +29,11 @@ struct SampleUsage {
   int32_t num_cached_prompt_tokens = 0;
   double ttft_s = -1;
   double tpot_s = -1;
+  int64_t num_draft_tokens = 0;     // speculative proposals verified
+  int64_t num_accepted_tokens = 0;  // of those, kept
 };
 SampleUsage UsageOf(const Sequence& seq);
+SampleUsage UsageOf(const SequenceEvent& event);  // as of the event's token
 
 class RequestStream {
  public:

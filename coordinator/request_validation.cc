@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "coordinator/speculation.h"
+
 namespace tpserve {
 namespace {
 
@@ -43,6 +45,10 @@ Status ValidateGenerateRequest(const proto::GenerateRequest& r, const ModelLimit
   }
   RETURN_IF_ERROR(CheckRange("num_logprobs", s.num_logprobs, 0, kMaxLogprobs));
   if (r.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  if (r.speculative.num_tokens > static_cast<uint32_t>(kMaxSpeculativeTokens)) {
+    return InvalidArgument("speculative num_tokens = " + std::to_string(r.speculative.num_tokens) +
+                           " is outside [1, " + std::to_string(kMaxSpeculativeTokens) + "] (0: the default, 4)");
+  }
   if (r.n < 1 || r.n > kMaxSamples) {
     return InvalidArgument("n = " + std::to_string(r.n) + " is outside [1, " + std::to_string(kMaxSamples) + "]");
   }

@@ -21,7 +21,8 @@ inline constexpr uint32_t kMaxLogprobs = 20;
 inline constexpr uint32_t kMaxSamples = 16;
 
 // Sampling ranges, max_tokens >= 1, n in [1, kMaxSamples], num_logprobs <= kMaxLogprobs, stop
-// ids and logit-bias ids in [0, V), a non-empty prompt, prompt token ids in [0, V), chat roles.
+// ids and logit-bias ids in [0, V), a non-empty prompt, prompt token ids in [0, V), chat roles,
+// speculative num_tokens <= kMaxSpeculativeTokens.
 Status ValidateGenerateRequest(const proto::GenerateRequest& request, const ModelLimits& limits);
 
 // OUT_OF_RANGE when the tokenized prompt leaves no room for one output token.

@@ -456,11 +456,13 @@ std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_to
     event.seq_id = seq->seq_id;
     event.request_id = seq->request_id;
     event.sample_index = seq->sample_index;
+    event.num_output_tokens = seq->num_output_tokens();
     if (sampled.token_id < 0) {
       reason = FinishReason::kError;
       break;
     }
     seq->output_ids.push_back(sampled.token_id);
+    ++event.num_output_tokens;
     seq->output_logprobs.push_back(sampled.logprob);
     if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
     seq->last_token_time_s = now;
@@ -494,9 +496,16 @@ std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_to
     num_draft_tokens_ += num_drafts;
     num_accepted_tokens_ += kept_drafts;
   }
+  if (reason != FinishReason::kNone) Finish(seq, reason);
+  // Each event's usage counts the tokens up to its own (the server cuts at a stop string there).
+  for (SequenceEvent& event : events) {
+    const int32_t num_output = event.num_output_tokens;
+    FillUsage(*seq, event);
+    event.num_output_tokens = num_output;
+  }
   if (reason != FinishReason::kNone) {
-    Finish(seq, reason);
-    FillUsage(*seq, events.back());
+    events.back().is_finished = true;
+    events.back().finish_reason = reason;
   }
   return events;
 }
@@ -528,9 +537,7 @@ Status Scheduler::CheckPromptLogprobs(const StepPlan& plan, const StepResult& re
   return OkStatus();
 }
 
-void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) const {
-  event.is_finished = true;
-  event.finish_reason = seq.finish_reason;
+void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) {
   event.num_prompt_tokens = seq.num_prompt_tokens();
   event.num_output_tokens = seq.num_output_tokens();
   event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;

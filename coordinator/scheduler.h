@@ -76,13 +76,13 @@ struct SequenceEvent {
   std::vector<PromptTokenLogprob> prompt_logprobs;  // [P - 1]
   bool is_finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  // Usage, filled when is_finished.
+  // Usage as of this event's token (a step that keeps several tokens has an event for each).
   int32_t num_prompt_tokens = 0;
   int32_t num_output_tokens = 0;
   int32_t num_cached_prompt_tokens = 0;
   double ttft_s = -1;
   double tpot_s = -1;
-  // Speculative decoding over the sample's life, filled when is_finished.
+  // Speculative decoding over the sample's life, up to this event's step.
   int64_t num_draft_tokens = 0;     // proposals verified
   int64_t num_accepted_tokens = 0;  // of those, kept as output
 };
@@ -193,7 +193,8 @@ class Scheduler {
   std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
                                           const SequenceResult* rows, double now);
   bool StopsAfter(const Sequence& seq, int32_t token) const;
-  void FillUsage(const Sequence& seq, SequenceEvent& event) const;
+  // The usage fields of `event` from seq as it is now.
+  static void FillUsage(const Sequence& seq, SequenceEvent& event);
   // seq leads a request whose other samples wait to fork from it.
   bool HasPendingChildren(const Sequence& seq) const;
   // Running sequences plus the samples that will fork from running leaders: the seats taken.

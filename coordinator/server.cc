@@ -273,6 +273,7 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
   schedule.prompt_logprobs = request.prompt_logprobs;
+  schedule.speculative = ResolveSpeculative(request.speculative, options_.speculative);
   const uint64_t seed = schedule.sampling.seed;
   const int32_t num_prompt_tokens = static_cast<int32_t>(schedule.prompt_ids.size());
   Status added = group->scheduler().Add(std::move(schedule));
@@ -388,6 +389,9 @@ proto::StatsReply Server::MakeStats() const {
     s.blocks_cached += static_cast<uint32_t>(st.blocks.num_cached);
     s.blocks_total += static_cast<uint32_t>(st.blocks.num_blocks);
     s.num_preemptions += static_cast<uint64_t>(st.num_preemptions);
+    s.num_draft_tokens += static_cast<uint64_t>(st.num_draft_tokens);
+    s.num_accepted_tokens += static_cast<uint64_t>(st.num_accepted_tokens);
+    s.num_verify_steps += static_cast<uint64_t>(st.num_verify_steps);
     hit_tokens += st.blocks.prefix_hit_tokens;
     query_tokens += st.blocks.prefix_query_tokens;
     waste_weighted += st.blocks.kv_waste * st.blocks.num_used;
@@ -602,7 +606,8 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     auto it = requests_.find(event.request_id);
     if (it == requests_.end()) continue;
     LiveRequest& live = it->second;
-    if (event.token_id >= 0) {
+    // Tokens past a stop string (kept by one speculative step) are never the client's.
+    if (event.token_id >= 0 && !live.stream->is_sample_finished(event.sample_index)) {
       ++num_tokens;
       metrics_.OnToken(event.request_id, event.sample_index, now);
     }
@@ -613,10 +618,9 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     }
     RequestStream::Output out = live.stream->OnEvent(event);
     if (out.is_stop_string_hit && !event.is_finished) {
-      SampleUsage usage;
-      if (const Sequence* seq = group.scheduler().FindSequence(event.seq_id)) usage = UsageOf(*seq);
+      // A later token of the same step may have ended the sequence already (speculation): no-op then.
       (void)group.scheduler().Abort(event.seq_id, FinishReason::kStop);
-      for (auto& m : live.stream->FinishSample(event.sample_index, proto::FinishReason::kStop, usage)) {
+      for (auto& m : live.stream->FinishSample(event.sample_index, proto::FinishReason::kStop, UsageOf(event))) {
         out.messages.push_back(std::move(m));
       }
     }

@@ -77,6 +77,9 @@ struct ServerOptions {
   // group to register, at most max_replays times each; past that, or after waiting replay_wait
   // for a group, the client gets worker_lost.
   int32_t max_replays = 3;
+  // Speculative decoding for requests that do not choose (GenerateRequest.speculative absent or
+  // serverDefault): off, or prompt lookup with k proposals (`--speculative ngram:4`).
+  SpeculativeConfig speculative;
   std::chrono::milliseconds replay_wait{60000};
   // A client silent this long (no message, no heartbeat) has its requests cancelled (0: never).
   std::chrono::milliseconds client_timeout{30000};

@@ -42,6 +42,16 @@ ServerMetrics::ServerMetrics(const std::string& model_name)
                              .Get()),
       num_preemptions_(
           registry_.AddCounter("tpserve:num_preemptions_total", "Sequences preempted (recomputed later).").Get()),
+      spec_decode_num_drafts_(registry_
+                                  .AddCounter("tpserve:spec_decode_num_drafts_total",
+                                              "Speculative decoding: sequence-steps that verified proposals.")
+                                  .Get()),
+      spec_decode_num_draft_tokens_(
+          registry_.AddCounter("tpserve:spec_decode_num_draft_tokens_total", "Speculative proposals verified.").Get()),
+      spec_decode_num_accepted_tokens_(registry_
+                                           .AddCounter("tpserve:spec_decode_num_accepted_tokens_total",
+                                                       "Speculative proposals kept as output.")
+                                           .Get()),
       request_success_(registry_.AddCounter("tpserve:request_success_total",
                                             "Requests finished, by the finish reason of the sample that ended last.")),
       request_failure_(registry_.AddCounter("tpserve:request_failure_total", "Error replies to requests, by kind.")),
@@ -152,7 +162,11 @@ SchedulerStats ServerMetrics::SyncGroup(const WorkerGroupLink& group) {
   num_preemptions_.Inc(static_cast<double>(stats.num_preemptions - last.num_preemptions));
   prefix_cache_queries_.Inc(static_cast<double>(stats.blocks.prefix_query_tokens - last.prefix_query_tokens));
   prefix_cache_hits_.Inc(static_cast<double>(stats.blocks.prefix_hit_tokens - last.prefix_hit_tokens));
-  last = {stats.num_preemptions, stats.blocks.prefix_query_tokens, stats.blocks.prefix_hit_tokens};
+  spec_decode_num_drafts_.Inc(static_cast<double>(stats.num_verify_steps - last.num_verify_steps));
+  spec_decode_num_draft_tokens_.Inc(static_cast<double>(stats.num_draft_tokens - last.num_draft_tokens));
+  spec_decode_num_accepted_tokens_.Inc(static_cast<double>(stats.num_accepted_tokens - last.num_accepted_tokens));
+  last = {stats.num_preemptions,  stats.blocks.prefix_query_tokens, stats.blocks.prefix_hit_tokens,
+          stats.num_verify_steps, stats.num_draft_tokens,          stats.num_accepted_tokens};
   return stats;
 }
 

@@ -80,6 +80,9 @@ class ServerMetrics {
     int64_t num_preemptions = 0;
     int64_t prefix_query_tokens = 0;
     int64_t prefix_hit_tokens = 0;
+    int64_t num_verify_steps = 0;
+    int64_t num_draft_tokens = 0;
+    int64_t num_accepted_tokens = 0;
   };
 
   // Adds what the group's scheduler counted since the last call; returns its stats.
@@ -94,6 +97,9 @@ class ServerMetrics {
   Counter& prefix_cache_queries_;
   Counter& prefix_cache_hits_;
   Counter& num_preemptions_;
+  Counter& spec_decode_num_drafts_;
+  Counter& spec_decode_num_draft_tokens_;
+  Counter& spec_decode_num_accepted_tokens_;
   MetricFamily<Counter>& request_success_;
   MetricFamily<Counter>& request_failure_;
   Histogram& time_to_first_token_;

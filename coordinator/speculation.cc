@@ -1,30 +1,12 @@
 #include "coordinator/speculation.h"
 
 #include <algorithm>
-#include <charconv>
 
 namespace tpserve {
 
 StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
-  SpeculativeConfig config;
-  if (text == "off" || text.empty()) return config;
-  const std::string_view method = text.substr(0, text.find(':'));
-  if (method != "ngram") {
-    return InvalidArgument("speculative method '" + std::string(method) + "' is not supported; use off, ngram or ngram:K");
-  }
-  config.method = SpeculativeMethod::kNgram;
-  config.num_tokens = 4;
-  if (method.size() < text.size()) {
-    const std::string_view k = text.substr(method.size() + 1);
-    int32_t value = 0;
-    const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), value);
-    if (error != std::errc() || end != k.data() + k.size()) {
-      return InvalidArgument("speculative '" + std::string(text) + "': K must be a number, as in ngram:4");
-    }
-    config.num_tokens = value;
-  }
-  RETURN_IF_ERROR(ValidateSpeculativeConfig(config));
-  return config;
+  ASSIGN_OR_RETURN(proto::SpeculativeRequest request, proto::ParseSpeculativeRequest(text));
+  return ResolveSpeculative(request, SpeculativeConfig());
 }
 
 std::string SpeculativeConfigName(const SpeculativeConfig& config) {
@@ -64,6 +46,18 @@ std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k,
     return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
   }
   return {};
+}
+
+SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, const SpeculativeConfig& server_default) {
+  switch (request.method) {
+    case proto::SpeculativeChoice::kServerDefault: return server_default;
+    case proto::SpeculativeChoice::kOff: return SpeculativeConfig();
+    case proto::SpeculativeChoice::kNgram: break;
+  }
+  SpeculativeConfig config;
+  config.method = SpeculativeMethod::kNgram;
+  config.num_tokens = request.num_tokens == 0 ? 4 : static_cast<int32_t>(request.num_tokens);
+  return config;
 }
 
 void SpeculationState::OnVerified(int32_t proposed, int32_t accepted, int32_t max_k) {

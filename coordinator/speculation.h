@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/client_codec.h"
 #include "common/status.h"
 
 namespace tpserve {
@@ -27,7 +28,7 @@ enum class SpeculativeMethod {
 };
 
 // Most tokens proposed for one sequence in one step.
-constexpr int32_t kMaxSpeculativeTokens = 16;
+constexpr int32_t kMaxSpeculativeTokens = static_cast<int32_t>(proto::kMaxSpeculativeTokens);
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::kOff;
@@ -37,7 +38,7 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpeculativeMethod::kOff && num_tokens > 0; }
 };
 
-// "off", "ngram" (k = 4) or "ngram:K". INVALID_ARGUMENT naming the accepted forms otherwise.
+// "off", "ngram" (k = 4) or "ngram:K" (proto::ParseSpeculativeRequest). INVALID_ARGUMENT otherwise.
 StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text);
 // The inverse: "off" or "ngram:K".
 std::string SpeculativeConfigName(const SpeculativeConfig& config);
@@ -50,6 +51,10 @@ Status ValidateSpeculativeConfig(const SpeculativeConfig& config);
 // Empty when no suffix of those lengths recurs.
 std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram,
                                   int32_t max_ngram);
+
+// What a request asked for (the wire's choice) over the server's default: serverDefault takes the
+// default, off is off, ngram takes k = num_tokens (0: 4). REQUIRES: num_tokens <= kMaxSpeculativeTokens.
+SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, const SpeculativeConfig& server_default);
 
 // One sequence's adaptive proposal length and its counts.
 struct SpeculationState {

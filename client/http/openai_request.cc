@@ -224,6 +224,32 @@ std::vector<std::pair<int32_t, float>> LogitBias(const json& body) {
   return out;
 }
 
+// tpserve's extra field `speculative`: {"method": "ngram" | "off", "k": 1..16} (vLLM's name
+// "num_speculative_tokens" for k is accepted too). Absent: the server's --speculative.
+proto::SpeculativeRequest Speculative(const json& body) {
+  proto::SpeculativeRequest out;
+  const json* spec = Find(body, "speculative");
+  if (spec == nullptr) return out;
+  if (!spec->is_object()) Fail("speculative", "speculative must be an object {\"method\": \"ngram\", \"k\": 4}");
+  const std::string method = GetString(*spec, "method", 16);
+  if (method == "ngram") {
+    out.method = proto::SpeculativeChoice::kNgram;
+  } else if (method == "off") {
+    out.method = proto::SpeculativeChoice::kOff;
+  } else {
+    Fail("speculative", "speculative.method must be \"ngram\" or \"off\"");
+  }
+  const char* k_name = Find(*spec, "num_speculative_tokens") ? "num_speculative_tokens" : "k";
+  if (const json* k = Find(*spec, k_name)) {
+    if (!k->is_number_integer() || k->get<int64_t>() < 1 || k->get<int64_t>() > int64_t{proto::kMaxSpeculativeTokens}) {
+      Fail("speculative", std::string("speculative.") + k_name + " must be an integer in [1, " +
+                              std::to_string(proto::kMaxSpeculativeTokens) + "], got " + k->dump());
+    }
+    out.num_tokens = k->get<uint32_t>();
+  }
+  return out;
+}
+
 // The sampling, stopping and output fields both endpoints share, applied to every prompt.
 void ApplyCommonFields(const json& body, OpenAiRequest* r) {
   r->model = GetString(body, "model", 256);
@@ -256,6 +282,7 @@ void ApplyCommonFields(const json& body, OpenAiRequest* r) {
   common.stop = StopStrings(body);
   common.ignore_eos = GetBool(body, "ignore_eos", false);
   common.user = GetString(body, "user", proto::kMaxUserBytes);
+  common.speculative = Speculative(body);
   common.n = r->n;
   common.stream = true;  // the gateway reassembles non-streamed replies itself
 

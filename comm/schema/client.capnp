@@ -73,6 +73,20 @@ struct GenerateRequest {
   promptLogprobs @12 :Bool = false;     # also answer `promptLogprobs`: every prompt token's logprob
                                         # (and top-numLogprobs), computed during prefill
   user @13 :Text;                       # the end user, for logs (OpenAI `user`); at most 256 bytes
+  speculative @14 :Speculative;         # speculative decoding: same tokens, maybe faster
+}
+
+# Speculative decoding: proposals verified in the same step as the sequence's own token; the output
+# is bitwise the output without it (README). Absent: the server's default (`--speculative`).
+struct Speculative {
+  method @0 :SpeculativeMethod;
+  numTokens @1 :UInt32;                 # k, most proposals per step, 1..16 (0: 4)
+}
+
+enum SpeculativeMethod {
+  serverDefault @0;
+  off @1;
+  ngram @2;                             # prompt lookup: the tokens that followed the text's last n-gram
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +158,8 @@ struct Finish {
   tpotMs @4 :Float64;                   # mean time per output token after the first
   seed @5 :UInt64;                      # the request's seed (given or drawn): send it to replay
   numReplays @6 :UInt32;                # times the request was re-run after its worker group was lost
+  numDraftTokens @7 :UInt32;            # speculative proposals verified for this sample
+  numAcceptedTokens @8 :UInt32;         # of those, kept (acceptance rate = accepted / draft)
 }
 
 enum ErrorKind {
@@ -195,4 +211,7 @@ struct StatsReply {
   numPreemptions @16 :UInt64;           # sequences preempted (by recompute) when KV blocks ran out
   numReplays @17 :UInt64;               # requests re-run after their worker group was lost
   numRequestsWaitingForGroup @18 :UInt32;  # requests of a lost group waiting for one to serve them
+  numDraftTokens @19 :UInt64;           # speculative proposals verified, summed over groups
+  numAcceptedTokens @20 :UInt64;        # of those, kept as output
+  numVerifySteps @21 :UInt64;           # sequence-steps that verified at least one proposal
 }

@@ -9,7 +9,9 @@
 //  - a repeated prompt prefix is served from the prefix cache and gives the same ids as cold;
 //  - an unseeded sampled request gets a fresh seed, and that seed sent back replays its ids exactly;
 //  - prompt logprobs (chunked prefill, n = 2) equal bitwise the logprobs of the same tokens forced;
-//  - invalid requests get typed errors and the server keeps serving; Shutdown ends the group (exit 0).
+//  - invalid requests get typed errors and the server keeps serving; Shutdown ends the group (exit 0);
+//  - speculative decoding (prompt lookup) on for part of a concurrent batch gives every request the
+//    ids it gets with speculation off, greedy and seeded sampling with penalties, 256 tokens each.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -372,6 +374,66 @@ class EndToEndTest : public ::testing::Test {
   }
 };
 
+// The same requests twice, concurrently: speculation off for all, then prompt lookup (k 2..5) for
+// two in three of them. Every request's ids must be the same; proposals must have been verified (and,
+// where the model repeats its prompt, kept), and nothing stays in use.
+void CheckSpeculationKeepsTheIds(EndToEnd& e2e, const std::vector<proto::GenerateRequest>& requests,
+                                 bool expect_accepted) {
+  std::vector<Request> plain(requests.size()), mixed(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    plain[i].request = mixed[i].request = requests[i];
+    plain[i].request.speculative.method = proto::SpeculativeChoice::kOff;
+    mixed[i].request.speculative.method = i % 3 != 2 ? proto::SpeculativeChoice::kNgram : proto::SpeculativeChoice::kOff;
+    mixed[i].request.speculative.num_tokens = 2 + static_cast<uint32_t>(i % 4);
+  }
+  const proto::StatsReply before = e2e.WaitIdle();
+  const std::vector<std::vector<int32_t>> plain_ids = e2e.RunConcurrently(plain);
+  const std::vector<std::vector<int32_t>> mixed_ids = e2e.RunConcurrently(mixed);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(mixed_ids[i], plain_ids[i]) << "request " << i << (i % 3 != 2 ? " (speculative)" : " (plain)");
+    EXPECT_EQ(plain_ids[i].size(), requests[i].max_tokens) << "request " << i;
+  }
+  const proto::StatsReply after = e2e.WaitIdle();
+  EXPECT_GT(after.num_draft_tokens, before.num_draft_tokens);
+  if (expect_accepted) {
+    EXPECT_GT(after.num_accepted_tokens, before.num_accepted_tokens);
+  }
+  EXPECT_EQ(after.blocks_used, 0u);
+  // One alone, for its Finish: the counts of what it verified and kept, and again the same ids.
+  auto alone = e2e.client_->Generate(mixed[0].request);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->token_ids[0], plain_ids[0]);
+  EXPECT_GT(alone->finish[0].num_draft_tokens, 0u);
+  EXPECT_LE(alone->finish[0].num_accepted_tokens, alone->finish[0].num_draft_tokens);
+}
+
+// Mixed synthetic requests of 256 tokens (the random model falls into loops, so some proposals
+// are right), half of them sampled with penalties.
+std::vector<proto::GenerateRequest> LongMixedRequests(EndToEnd& e2e) {
+  std::vector<proto::GenerateRequest> requests;
+  for (Request& r : e2e.MixedRequests(6, 60, 1, 31)) {
+    r.request.max_tokens = 256;
+    r.request.ignore_eos = true;
+    if (r.request.sampling.temperature > 0) {
+      r.request.sampling.repetition_penalty = 1.1f;
+      r.request.sampling.frequency_penalty = 0.2f;
+      r.request.sampling.top_p = 0.9f;
+    }
+    requests.push_back(r.request);
+  }
+  return requests;
+}
+
+TEST_F(EndToEndTest, SyntheticModelSpeculationKeepsTheIdsAtTp1AndTp2) {
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("TP " + std::to_string(tp));
+    EndToEnd e2e(SyntheticModelPath(), tp);
+    if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+    ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+    CheckSpeculationKeepsTheIds(e2e, LongMixedRequests(e2e), /*expect_accepted=*/false);
+  }
+}
+
 TEST_F(EndToEndTest, SyntheticModelTp2) {
   const std::string model = SyntheticModelPath();
   EndToEnd e2e(model, 2);
@@ -474,6 +536,25 @@ TEST_F(EndToEndTest, SmolLM2Tp2) {
   ASSERT_TRUE(answer.ok()) << answer.status().ToString();
   EXPECT_NE(answer->text[0].find("Paris"), std::string::npos) << answer->text[0];
   EXPECT_EQ(answer->text[0].find("<|im_end|>"), std::string::npos) << answer->text[0];
+
+  // A text to repeat (prompt lookup's case), greedy and seeded sampling with penalties.
+  std::vector<proto::GenerateRequest> repeat(4);
+  for (size_t i = 0; i < repeat.size(); ++i) {
+    proto::GenerateRequest& r = repeat[i];
+    r.prompt_kind = proto::PromptKind::kChat;
+    r.chat = {{"user", "Copy this text exactly, twice:\n\nThe quick brown fox jumps over the lazy dog. "
+                       "A journey of a thousand miles begins with a single step. Sample " + std::to_string(i) + "."}};
+    r.max_tokens = 256;
+    r.ignore_eos = true;
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.7f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.repetition_penalty = 1.05f;
+      r.sampling.seed = 100 + i;
+      r.sampling.has_seed = true;
+    }
+  }
+  CheckSpeculationKeepsTheIds(e2e, repeat, /*expect_accepted=*/true);
 }
 
 }  // namespace

@@ -115,12 +115,16 @@ class FakeWorkerGroup {
       const int32_t num_tokens = seq.num_cached + static_cast<int32_t>(seq.token_ids.size());
       std::vector<int32_t> tokens(static_cast<size_t>(num_tokens));
       for (int32_t p = 0; p < num_tokens; ++p) tokens[p] = Slot(seq, p);
-      SequenceResult r;
-      r.seq_id = seq.seq_id;
-      r.token_id = FakeNextToken(tokens, seq.sampling, seq.sample_index, options_.vocab_size);
-      r.logprob = -0.5f;
-      r.top_logprobs = FakeTopLogprobs(seq.sampling.num_logprobs);
-      result.sequences.push_back(std::move(r));
+      // One row per sampled position: the last 1 + num_draft_tokens, each seeing the tokens up to it.
+      for (int32_t j = 0; j <= seq.num_draft_tokens; ++j) {
+        const std::vector<int32_t> seen(tokens.begin(), tokens.end() - (seq.num_draft_tokens - j));
+        SequenceResult r;
+        r.seq_id = seq.seq_id;
+        r.token_id = FakeNextToken(seen, seq.sampling, seq.sample_index + static_cast<uint32_t>(j), options_.vocab_size);
+        r.logprob = -0.5f;
+        r.top_logprobs = FakeTopLogprobs(seq.sampling.num_logprobs);
+        result.sequences.push_back(std::move(r));
+      }
     }
     ++num_steps_;
     return result;

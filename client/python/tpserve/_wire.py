@@ -55,13 +55,33 @@ def _fill_prompt(prompt_union, prompt: Optional[str], token_ids: Optional[Sequen
         _fill_chat(prompt_union, messages)
 
 
+def _speculative(value: Any) -> Tuple[str, int]:
+    """(method, k) of a `speculative` argument: "off", "ngram", "ngram:K" or {"method": ..., "k": ...}."""
+    if isinstance(value, dict):
+        method, k = value.get("method"), value.get("k", 0)
+    elif isinstance(value, str):
+        method, _, k_text = value.partition(":")
+        try:
+            k = int(k_text) if k_text else 0
+        except ValueError:
+            raise InvalidRequestError(f"speculative={value!r}: K must be a number, as in ngram:4") from None
+    else:
+        raise TypeError("speculative must be a string (off, ngram, ngram:K) or a dict {method, k}")
+    if method not in ("off", "ngram"):
+        raise InvalidRequestError(f"speculative method {method!r} is not supported; use off or ngram")
+    if not isinstance(k, int) or not 0 <= k <= 16:
+        raise InvalidRequestError(f"speculative k={k!r} must be in [1, 16]")
+    return method, k
+
+
 def generate_filler(prompt: Optional[str], token_ids: Optional[Sequence[int]], messages: Optional[Sequence[Message]],
                     stream: bool, params: Dict[str, Any]) -> Callable:
     """Checks a generate request's arguments now (TypeError / InvalidRequestError) and returns what fills
     the GenerateRequest builder. params: max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
     presence_penalty, frequency_penalty, seed, logit_bias ({token id: bias}), stop (a string or a list),
-    stop_token_ids, ignore_eos, logprobs (top-n per token, 0..20), n, priority, prompt_logprobs, user."""
-    unknown = set(params) - set(_REQUEST_FIELDS) - set(_SAMPLING_FIELDS) - {"seed", "logit_bias"}
+    stop_token_ids, ignore_eos, logprobs (top-n per token, 0..20), n, priority, prompt_logprobs, user,
+    speculative ("off", "ngram", "ngram:K" or {"method": "ngram", "k": K}; None: the server's default)."""
+    unknown = set(params) - set(_REQUEST_FIELDS) - set(_SAMPLING_FIELDS) - {"seed", "logit_bias", "speculative"}
     if unknown:
         raise TypeError(f"unknown generate argument(s): {', '.join(sorted(unknown))}")
     params = {name: value for name, value in params.items() if value is not None}  # None: the default
@@ -79,6 +99,11 @@ def generate_filler(prompt: Optional[str], token_ids: Optional[Sequence[int]], m
         if "seed" in params:
             _set(g.sampling, "seed", params["seed"], "seed")
             g.sampling.hasSeed = True
+        if "speculative" in params:
+            method, k = _speculative(params["speculative"])
+            spec = g.init("speculative")
+            spec.method = method
+            _set(spec, "numTokens", k, "speculative k")
         bias = params.get("logit_bias", {})
         entries = g.sampling.init("logitBias", len(bias))
         for entry, (token_id, value) in zip(entries, bias.items()):
@@ -141,7 +166,8 @@ def _decode_body(kind: str, body, request_id: int) -> Any:
     if kind == "finish":
         f = body.finish
         usage = Usage(f.usage.promptTokens, f.usage.completionTokens, f.usage.cachedPromptTokens)
-        return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed, f.numReplays)
+        return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed, f.numReplays,
+                      f.numDraftTokens, f.numAcceptedTokens)
     if kind == "error":
         return error_from_reply(_enum_name(body.error.kind), body.error.message, request_id)
     if kind in ("health", "stats"):

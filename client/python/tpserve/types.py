@@ -48,6 +48,8 @@ class Finish:
     tpot_ms: float                    # mean time per output token after the first
     seed: int                         # the request's seed (given or drawn by the server)
     num_replays: int = 0              # re-runs after a lost worker group (the tokens are the same)
+    num_draft_tokens: int = 0         # speculative proposals verified for this sample
+    num_accepted_tokens: int = 0      # of those, kept (the tokens are the same either way)
 
 
 @dataclass(frozen=True)
