@@ -6,8 +6,9 @@ Workloads (SmolLM2-135M-Instruct by default, greedy, ignore_eos, MAX_TOKENS outp
   code_edit  a Python function to output again with a variable renamed (the answer copies the prompt),
   summary    an article to summarise by quoting it (the answer repeats parts of the prompt),
   free       a story (little to look up: what speculation costs when it does not help).
-For each workload and batch size B (B concurrent requests), per round and engine, speculation off then on:
-output tokens/s over the batch's wall time, and the acceptance rate (kept / proposed: tpserve's stats
+For each workload and batch size B (B concurrent streamed requests), per round and engine, speculation off
+then on: decode tokens/s (the sum over the streams of tokens per second after their first token: prefill is
+not in it), and the acceptance rate (kept / proposed: tpserve's stats
 counters, llama-server's per-response timings). Each round runs everything once, so the on/off ratios
 compare runs minutes apart on this noisy machine; the median over rounds is reported.
 
@@ -97,30 +98,58 @@ def tpserve_stats(build, endpoint):
     return int(stats["spec_draft_tokens"]), int(stats["spec_accepted_tokens"])
 
 
+def model_id(url):
+    with urllib.request.urlopen(url + "/v1/models", timeout=30) as reply:
+        return json.loads(reply.read())["data"][0]["id"]
+
+
+def stream_chat(url, body):
+    """One streamed chat completion: (first content time, last content time, completion tokens, timings)."""
+    request = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    first = last = None
+    tokens, timings = 0, {}
+    with urllib.request.urlopen(request, timeout=600) as reply:
+        for raw in reply:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[len("data: "):])
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+            timings = chunk.get("timings", timings)
+            if any(c.get("delta", {}).get("content") for c in chunk.get("choices", [])):
+                last = time.monotonic()
+                first = first or last
+    return first, last, tokens, timings
+
+
 def run_batch(url, prompt, batch, max_tokens, extra):
-    """B concurrent chat completions; (output tokens, seconds, [responses])."""
-    replies = [None] * batch
+    """B concurrent streamed chat completions. Returns (output tokens, decode tokens/s, [timings]): the
+    decode rate is the sum over the streams of (tokens - 1) / (last - first content chunk), what the
+    batch generates per second once every stream has its first token (prefill is not in it)."""
+    results = [None] * batch
     errors = []
+    model = model_id(url)
 
     def one(i):
-        body = {"model": "m", "messages": [{"role": "user", "content": prompt + f"\n\n(Request {i}.)"}],
-                "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True, **extra}
+        body = {"model": model, "messages": [{"role": "user", "content": prompt + f"\n\n(Request {i}.)"}],
+                "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+                "stream_options": {"include_usage": True}, **extra}
         try:
-            replies[i] = post(url + "/v1/chat/completions", body)
+            results[i] = stream_chat(url, body)
         except Exception as e:  # reported below: a failed run must not pass as a fast one
             errors.append(e)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(batch)]
-    start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    seconds = time.monotonic() - start
     if errors:
         raise RuntimeError(f"{url}: {errors[0]}")
-    tokens = sum(r["usage"]["completion_tokens"] for r in replies)
-    return tokens, seconds, replies
+    rate = sum((n - 1) / (last - first) for first, last, n, _ in results if n > 1 and last > first)
+    return sum(r[2] for r in results), rate, [r[3] for r in results]
 
 
 def main():
@@ -176,19 +205,19 @@ def main():
                     for server, mode, extra in runs:
                         url = servers[server][0]
                         before = tpserve_stats(build, f"tcp://127.0.0.1:{port}") if server == "tpserve" else None
-                        tokens, seconds, replies = run_batch(url, prompt, batch, args.max_tokens, extra)
+                        tokens, rate, timings = run_batch(url, prompt, batch, args.max_tokens, extra)
                         if server == "tpserve":
                             after = tpserve_stats(build, f"tcp://127.0.0.1:{port}")
                             drafted, kept = after[0] - before[0], after[1] - before[1]
                         else:
-                            drafted = sum(r.get("timings", {}).get("draft_n", 0) for r in replies)
-                            kept = sum(r.get("timings", {}).get("draft_n_accepted", 0) for r in replies)
+                            drafted = sum(t.get("draft_n", 0) for t in timings)
+                            kept = sum(t.get("draft_n_accepted", 0) for t in timings)
                         engine = "tpserve" if server == "tpserve" else "llama.cpp"
                         key = (workload, batch, engine, mode)
                         rows.setdefault(key, []).append(
-                            {"tokens_per_s": tokens / seconds, "drafted": drafted, "kept": kept, "tokens": tokens})
+                            {"tokens_per_s": rate, "drafted": drafted, "kept": kept, "tokens": tokens})
                         print(f"round {round_index + 1} {workload} B={batch} {engine} {mode}: "
-                              f"{tokens / seconds:.1f} tok/s, kept {kept}/{drafted}", file=sys.stderr, flush=True)
+                              f"{rate:.1f} decode tok/s, kept {kept}/{drafted}", file=sys.stderr, flush=True)
         table = []
         for (workload, batch, engine, mode), runs in sorted(rows.items()):
             table.append({"workload": workload, "batch": batch, "engine": engine, "speculative": mode,

@@ -332,7 +332,7 @@ StepPlan Scheduler::Schedule() {
   return plan;
 }
 
-std::vector<int32_t> Scheduler::Drafts(const Sequence& seq, int32_t max_drafts) const {
+std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const {
   if (!seq.speculative.enabled() || seq.num_uncomputed() != 1 || seq.needs_prompt_logprobs() ||
       HasPendingChildren(seq)) {
     return {};
@@ -342,7 +342,11 @@ std::vector<int32_t> Scheduler::Drafts(const Sequence& seq, int32_t max_drafts) 
   const int32_t k = std::min({seq.speculation.k, max_drafts, seq.stopping.max_tokens - seq.num_output_tokens() - 1,
                               config_.max_model_len - seq.num_tokens() - 1});
   if (k <= 0) return {};
-  return ProposeNgram(seq.AllTokens(), k, seq.speculative.min_ngram, seq.speculative.max_ngram);
+  std::vector<int32_t> proposed = ProposeNgram(seq.AllTokens(), seq.speculation.is_paused() ? 1 : k,
+                                               seq.speculative.min_ngram, seq.speculative.max_ngram);
+  if (!seq.speculation.is_paused()) return proposed;
+  seq.speculation.shadow = proposed.empty() ? -1 : proposed[0];
+  return {};
 }
 
 SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const {
@@ -448,6 +452,10 @@ std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_to
   const int32_t num_drafts = static_cast<int32_t>(drafts.size());
   int32_t accepted = 0;
   while (accepted < num_drafts && rows[accepted].token_id == drafts[accepted]) ++accepted;
+  if (seq->speculation.shadow >= 0) {  // paused: would its proposal have been kept?
+    seq->speculation.OnShadow(rows[0].token_id == seq->speculation.shadow);
+    seq->speculation.shadow = -1;
+  }
   std::vector<SequenceEvent> events;
   FinishReason reason = FinishReason::kNone;
   for (int32_t j = 0; j <= accepted && reason == FinishReason::kNone; ++j) {

@@ -186,8 +186,9 @@ class Scheduler {
   int32_t ChunkLimit(int32_t budget) const;
   SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const;
   // The proposals for seq's next step, at most max_drafts: none unless it speculates and the step
-  // computes exactly its last token; never past max_tokens or the context.
-  std::vector<int32_t> Drafts(const Sequence& seq, int32_t max_drafts) const;
+  // computes exactly its last token; never past max_tokens or the context. While its speculation
+  // is paused, none, and the first token it would have proposed is kept as its shadow.
+  std::vector<int32_t> Drafts(Sequence& seq, int32_t max_drafts) const;
   // Applies the sampled rows of one sequence of the step (1 + drafts): appends the kept tokens,
   // advances num_computed, finishes it when a token ends it. Returns its events (one per token).
   std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,

@@ -60,10 +60,15 @@ SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, c
   return config;
 }
 
+void SpeculationState::OnShadow(bool right) {
+  acceptance = (1 - kWeight) * acceptance + kWeight * (right ? 1.0 : 0.0);
+}
+
 void SpeculationState::OnVerified(int32_t proposed, int32_t accepted, int32_t max_k) {
   ++num_verify_steps;
   num_draft_tokens += proposed;
   num_accepted_tokens += accepted;
+  acceptance = (1 - kWeight) * acceptance + kWeight * accepted / proposed;
   k = accepted == proposed ? std::min(max_k, k + 1) : std::min(max_k, accepted + 1);
 }
 

@@ -56,16 +56,34 @@ std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k,
 // default, off is off, ngram takes k = num_tokens (0: 4). REQUIRES: num_tokens <= kMaxSpeculativeTokens.
 SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, const SpeculativeConfig& server_default);
 
-// One sequence's adaptive proposal length and its counts.
+// One sequence's adaptive proposal length, whether it proposes at all, and its counts.
+//
+// A proposal costs a verified position's compute whether it is kept or not, so where the proposer is
+// mostly wrong (free text) speculation is paused: `acceptance` is a running estimate of the fraction
+// of proposals kept, and below kMinAcceptance the sequence decodes plainly while its would-be proposal
+// is still checked, for free, against the token the step then samples ("shadow" proposals), so it
+// resumes as soon as the text turns repetitive again.
 struct SpeculationState {
+  // Below this estimated acceptance a sequence stops proposing. A step of n tokens costs about
+  // a + b n (on the 2-core CPU of bench/README "Speculative decoding", a = 11 ms, b = 16 ms at
+  // SmolLM2's size), so k proposals pay for themselves at batch 1 when more than k b / (a + b), 0.6 k,
+  // are kept; in a batch of B decodes the break-even rises to b / (a / B + b).
+  static constexpr double kMinAcceptance = 0.6;
+  static constexpr double kWeight = 0.5;  // of the newest observation in the running estimate
+
   int32_t k = 0;                   // proposals asked for in the next step (<= the config's k)
+  double acceptance = 1.0;         // running estimate of the fraction of proposals kept
+  int32_t shadow = -1;             // the first token of a proposal not sent (paused), or -1
   int64_t num_verify_steps = 0;    // steps that verified at least one proposal
   int64_t num_draft_tokens = 0;    // proposals verified
   int64_t num_accepted_tokens = 0; // of those, kept as output
 
+  bool is_paused() const { return acceptance < kMinAcceptance; }
   // After a step verified `proposed` (> 0) tokens and kept `accepted` of them: k grows by one
   // after a step that kept all it proposed, up to max_k, and otherwise shrinks to accepted + 1.
   void OnVerified(int32_t proposed, int32_t accepted, int32_t max_k);
+  // After a plain step whose sequence was paused with a shadow proposal: was its first token right?
+  void OnShadow(bool right);
 };
 
 }  // namespace tpserve

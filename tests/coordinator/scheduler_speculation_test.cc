@@ -76,6 +76,41 @@ TEST(SpeculationStateTest, GrowsOnFullAcceptanceShrinksOnMisses) {
   EXPECT_EQ(s.num_accepted_tokens, 6);
 }
 
+TEST(SpeculationStateTest, PausesWhenMostlyWrongAndResumesOnRightShadows) {
+  SpeculationState s;
+  s.k = 4;
+  EXPECT_FALSE(s.is_paused());
+  s.OnVerified(4, 2, 4);  // 1.0 -> 0.75
+  EXPECT_FALSE(s.is_paused());
+  s.OnVerified(3, 0, 4);  // -> 0.375
+  EXPECT_TRUE(s.is_paused());
+  s.OnShadow(false);      // -> 0.1875
+  EXPECT_TRUE(s.is_paused());
+  s.OnShadow(true);       // -> 0.59375
+  EXPECT_TRUE(s.is_paused());
+  s.OnShadow(true);       // -> 0.796875
+  EXPECT_FALSE(s.is_paused());
+}
+
+// A model the proposer cannot predict: after a few wrong proposals the sequence stops verifying
+// any (paused) and still produces its solo tokens.
+TEST(SchedulerSpeculationTest, StopsProposingWhereProposalsAreWrong) {
+  SchedulerHarness h(Config(64), 64);
+  // 1, then a token never seen before, then 1, ...: after each 1 the proposal (what followed an
+  // earlier 1) is wrong.
+  h.worker().SetNextToken([](uint64_t, const std::vector<int32_t>& context) {
+    return context.size() % 2 == 0 ? 1 : 100 + static_cast<int32_t>(context.size());
+  });
+  ScheduleRequest r = Request(1, {1, 2, 3, 4}, 120);
+  r.speculative = Ngram(4);
+  h.Add(r);
+  h.RunToCompletion();
+  h.ExpectReferenceOutputs();
+  const SchedulerStats stats = h.scheduler().Stats();
+  EXPECT_GT(stats.num_draft_tokens, 0);
+  EXPECT_LT(stats.num_draft_tokens, 30) << "kept proposing for all 120 tokens";
+}
+
 TEST(SchedulerSpeculationTest, RefusesABadConfig) {
   Scheduler scheduler(Config(64), 64, 4);
   ScheduleRequest r = Request(1, {1, 2, 3}, 8);
