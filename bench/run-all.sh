@@ -129,6 +129,15 @@ else
   BUILD="$build" RESULTS="$results" bench/serve-sweep.sh || echo "serve sweep failed (continuing)"
 fi
 
+step "speculative decoding: prompt lookup beside llama-server's ngram-simple"
+if [ "$quick" = 1 ]; then
+  python3 bench/speculative.py --build "$build" --rounds 1 --batches 1 --max-tokens 16 --results "$tmp/speculative" ||
+    echo "speculative bench failed (continuing)"
+else
+  python3 bench/speculative.py --build "$build" --rounds 2 --batches 1,4,16 --results "$results/speculative" |
+    tee "$results/speculative.md" || echo "speculative bench failed (continuing)"
+fi
+
 step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
 python3 bench/summarize.py
