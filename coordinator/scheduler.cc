@@ -209,14 +209,18 @@ void Scheduler::ForkChildren(Sequence* leader) {
 StepPlan Scheduler::Schedule() {
   CHECK(!in_flight_) << "Schedule() with step " << in_flight_step_id_ << " still in flight";
   int32_t budget = config_.max_num_batched_tokens;
-  std::vector<std::pair<Sequence*, int32_t>> scheduled;  // (sequence, new tokens), plan order
+  struct Scheduled {
+    Sequence* seq;
+    int32_t num_tokens;           // its own new tokens
+    std::vector<int32_t> drafts;  // speculative proposals after them
+  };
+  std::vector<Scheduled> scheduled;  // plan order
   std::unordered_set<const Sequence*> is_scheduled;
   bool preempted = false;
 
   // Gives a running sequence its next tokens (a decode token or a prefill chunk), preempting
   // the latest running sequences not yet scheduled when blocks run out. False if it was
   // preempted itself.
-  std::map<const Sequence*, std::vector<int32_t>> drafts;  // proposals of the decodes that carry some
   auto schedule_running = [&](Sequence* seq) {
     const int32_t wanted = std::min(PrefillTarget(*seq) - seq->num_computed, ChunkLimit(budget));
     CHECK_GT(wanted, 0) << "seq " << seq->seq_id;
@@ -239,10 +243,9 @@ StepPlan Scheduler::Schedule() {
     const int32_t lookahead = static_cast<int32_t>(proposed.size());
     proposed.resize(std::clamp(block_manager_.MaxAppendableTokens(*seq, lookahead) - n, 0, lookahead));
     block_manager_.Append(*seq, n + static_cast<int32_t>(proposed.size()), lookahead);
-    scheduled.emplace_back(seq, n);
     is_scheduled.insert(seq);
     budget -= n + static_cast<int32_t>(proposed.size());
-    if (!proposed.empty()) drafts[seq] = std::move(proposed);
+    scheduled.push_back({seq, n, std::move(proposed)});
     return true;
   };
 
@@ -287,7 +290,7 @@ StepPlan Scheduler::Schedule() {
     seq->status = SequenceStatus::kRunning;
     InsertOrdered(running_, seq);
     if (n > 0) {
-      scheduled.emplace_back(seq, n);
+      scheduled.push_back({seq, n, {}});
       is_scheduled.insert(seq);
       budget -= n;
     } else {
@@ -298,7 +301,7 @@ StepPlan Scheduler::Schedule() {
         if (sample->request_id != seq->request_id || is_scheduled.count(sample) || budget == 0) continue;
         if (block_manager_.MaxAppendableTokens(*sample) < 1) continue;
         block_manager_.Append(*sample, 1);
-        scheduled.emplace_back(sample, 1);
+        scheduled.push_back({sample, 1, {}});
         is_scheduled.insert(sample);
         budget -= 1;
       }
@@ -313,9 +316,7 @@ StepPlan Scheduler::Schedule() {
   plan.step_id = next_step_id_++;
   plan.block_copies = block_manager_.TakeBlockCopies();
   in_flight_plan_.clear();
-  for (const auto& [seq, n] : scheduled) {
-    auto found = drafts.find(seq);
-    std::vector<int32_t> proposed = found == drafts.end() ? std::vector<int32_t>() : std::move(found->second);
+  for (auto& [seq, n, proposed] : scheduled) {
     const int32_t num_proposed = static_cast<int32_t>(proposed.size());
     plan.sequences.push_back(MakePlan(*seq, n, proposed));
     in_flight_plan_.push_back({seq->seq_id, n, plan.sequences.back().needs_token, std::move(proposed)});
