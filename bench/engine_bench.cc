@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_time.h"
 #include "bench/stream_triad.h"
 #include "comm/communicator.h"
 #include "common/command_line.h"
@@ -41,12 +42,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double ProcessCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct Flags {
   std::string model;
@@ -274,7 +269,7 @@ class EngineBench {
       plan.sequences[s].token_ids = {prefill.sequences[s].token_id};
     }
     double total = 0, compute = 0, allreduce = 0;
-    const double cpu0 = ProcessCpuSeconds();
+    const double cpu0 = bench::ProcessCpuSeconds();
     for (int step = 0; step < steps; ++step) {
       plan.step_id = step_id_++;
       const auto t0 = Clock::now();
@@ -288,7 +283,7 @@ class EngineBench {
         plan.sequences[s].sample_index += 1;
       }
     }
-    const double cpu = ProcessCpuSeconds() - cpu0;
+    const double cpu = bench::ProcessCpuSeconds() - cpu0;
     DecodeFigure d;
     d.batch = batch;
     d.step_ms = total * 1e3 / steps;

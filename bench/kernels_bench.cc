@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_time.h"
 #include "bench/stream_triad.h"
 #include "common/command_line.h"
 #include "common/dtype.h"
@@ -37,14 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// CPU seconds of the whole process: divided by the thread count it is the time the kernel would
-// take on cores it had to itself, a steadier figure than wall time on a shared machine.
-double ProcessCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 // F32 FMA peak: independent register-resident FMA chains on every thread. *cpu_basis gets the
 // same on the process-CPU-time basis.
 double MeasureFmaPeakGflops(ThreadPool* pool, double* cpu_basis) {
@@ -53,7 +46,7 @@ double MeasureFmaPeakGflops(ThreadPool* pool, double* cpu_basis) {
   double best = 1e30, best_cpu = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
     const auto t0 = Clock::now();
-    const double cpu0 = ProcessCpuSeconds();
+    const double cpu0 = bench::ProcessCpuSeconds();
     pool->ParallelFor(pool->num_threads(), [&](int64_t begin, int64_t end) {
       for (int64_t th = begin; th < end; ++th) {
 #if defined(__AVX512F__)
@@ -64,6 +57,14 @@ double MeasureFmaPeakGflops(ThreadPool* pool, double* cpu_basis) {
           for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
         for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
         _mm512_storeu_ps(&sink[th * 16], acc[0]);
+#elif defined(__FMA__)
+        __m256 acc[12];
+        for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+        const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+        for (int64_t it = 0; it < kIters / 4; ++it)
+          for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+        for (int i = 1; i < 12; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+        _mm256_storeu_ps(&sink[th * 16], acc[0]);
 #else
         float acc[12];
         for (int i = 0; i < 12; ++i) acc[i] = static_cast<float>(i);
@@ -74,10 +75,12 @@ double MeasureFmaPeakGflops(ThreadPool* pool, double* cpu_basis) {
       }
     });
     best = std::min(best, Seconds(t0));
-    best_cpu = std::min(best_cpu, (ProcessCpuSeconds() - cpu0) / pool->num_threads());
+    best_cpu = std::min(best_cpu, (bench::ProcessCpuSeconds() - cpu0) / pool->num_threads());
   }
 #if defined(__AVX512F__)
   const double lanes = 16;
+#elif defined(__FMA__)
+  const double lanes = 8;
 #else
   const double lanes = 1;
 #endif
@@ -113,7 +116,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   const double budget = quick ? 0.2 : 0.5;
   std::vector<double> times;
   const auto start = Clock::now();
-  const double cpu_start = ProcessCpuSeconds();
+  const double cpu_start = bench::ProcessCpuSeconds();
   while (Seconds(start) < budget || calls < 2 * copies) {
     const WeightMatrix w{type, c.rows, c.cols, weights[calls % copies].data()};
     const auto t0 = Clock::now();
@@ -121,7 +124,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
     times.push_back(Seconds(t0));
     ++calls;
   }
-  const double cpu_per_call = (ProcessCpuSeconds() - cpu_start) / calls / pool->num_threads();
+  const double cpu_per_call = (bench::ProcessCpuSeconds() - cpu_start) / calls / pool->num_threads();
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   const double gbs = weight_bytes / median / 1e9;
@@ -135,10 +138,10 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   for (int rep = 0; rep < 3; ++rep) {
     const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
     const auto t0 = Clock::now();
-    const double cpu0 = ProcessCpuSeconds();
+    const double cpu0 = bench::ProcessCpuSeconds();
     MatMul(w, x.data(), max_tokens, y.data(), pool);
     best = std::min(best, Seconds(t0));
-    best_cpu = std::min(best_cpu, (ProcessCpuSeconds() - cpu0) / pool->num_threads());
+    best_cpu = std::min(best_cpu, (bench::ProcessCpuSeconds() - cpu0) / pool->num_threads());
   }
   const double flops = 2.0 * c.rows * c.cols * max_tokens;
   const double gflops = flops / best / 1e9;

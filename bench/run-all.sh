@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark of the project on this machine, in one run (10 minutes on 2 quiet cores).
-#  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick)
+#  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick),
+#     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
 #     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), decode at batch 1, 8, 32 and 64
 #  3. all-reduce: tpserve-bench-allreduce under mpirun -np 2
@@ -33,7 +34,7 @@ need() {  # builds each target whose program is not in the build tree yet
     fi
   done
 }
-need tpserve-bench-stream tpserve-bench-kernels tpserve-bench-engine tpserve-bench-allreduce tpserve-mkmodel \
+need tpserve-bench-stream tpserve-bench-kernels tpserve-bench-attention tpserve-bench-engine tpserve-bench-allreduce tpserve-mkmodel \
   tpserve-bench-naive tpserve-bench tpserve tpserve-coordinator tpserve-worker
 mkmodel=$build/model/tpserve-mkmodel
 engine=$build/bench/tpserve-bench-engine
@@ -48,6 +49,9 @@ step "STREAM"
 
 step "kernels (--quick)"
 "$build/bench/tpserve-bench-kernels" --quick --shape small | tee "$results/kernels.txt"
+
+step "decode attention (--quick)"
+"$build/bench/tpserve-bench-attention" --quick | tee "$results/attention.txt"
 
 step "synthetic models"
 smollm=models/SmolLM2-135M-Instruct.Q4_1.gguf

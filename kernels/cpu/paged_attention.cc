@@ -7,81 +7,118 @@
 
 #include "common/check.h"
 #include "kernels/cpu/isa_kernels.h"
-#include "kernels/cpu/portable_math.h"
 
 namespace tpserve {
 namespace {
 
-// out[n] += w * v[n], each element on its own.
-inline void Axpy(float w, const float* v, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] += w * v[i];
-}
+// The most query heads one item attends for (grouped-query models share a KV head among 4 to 8).
+constexpr int64_t kMaxGroupHeads = 16;
 
-// Per-thread buffers of AttendOne: the scores, and (other cache types than F32) one block of
-// dequantised keys and one value row.
+// Per-thread buffers of AttendGroup: the scores of each head, and (other cache types than F32) one
+// block of dequantised keys or values.
 struct AttendScratch {
-  std::vector<float> scores, keys, value;
+  std::vector<float> scores, rows;
 };
 
-// One (token, head): two passes over the keys first..p in position order (first = 0, or the window's start).
-// Scores q·k in the canonical 16-lane order of the active level's dot_rows (kernels/cpu/simd/canonical_dot.cc),
-// softmax with PortableExpF in position order, values accumulated element-wise in position order. A cache
-// of another type is read through the level's dequantize_kv_row into the same arithmetic.
-void AttendOne(const PagedAttentionArgs& a, int64_t t, int64_t h, AttendScratch* scratch) {
+// One token and a group of the query heads that read one KV head: each block of keys, then of values,
+// is fetched (and dequantised) once and used by every head of the group while it is in L1.
+struct AttendItem {
+  int64_t t;
+  int64_t kv_head;
+  const int32_t* heads;  // the group's query heads
+  int64_t num_heads;
+};
+
+// Each (token, head) of the item: two passes over the keys first..p in position order (first = 0, or
+// the window's start). Scores q·k in the canonical 16-lane order of the active level's dot_rows
+// (kernels/cpu/simd/canonical_dot.cc), softmax by the level's exp_scores (PortableExpF, the sum in position
+// order), values accumulated element-wise in position order by its accumulate_rows. A cache of another type is read through the level's
+// dequantize_kv_row into the same arithmetic. The heads share loads, never arithmetic: a head's result
+// is the same in any group.
+void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScratch* scratch) {
   const internal::IsaKernels& kernels = internal::ActiveKernels();
-  const int64_t D = a.head_dim, bs = a.block_size;
-  const int64_t kvh = a.kv_head_of_q[h];
+  const int64_t D = a.head_dim, bs = a.block_size, t = item.t, g = item.num_heads;
   const int64_t end = static_cast<int64_t>(a.positions[t]) + 1;  // keys [first, end)
   const int64_t first = a.sliding_window > 0 ? std::max<int64_t>(0, end - a.sliding_window) : 0;
   const int64_t num_keys = end - first;
   const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[t]) * a.max_blocks_per_seq;
-  const float* q = a.q + (t * a.num_heads + h) * D;
-  float* out = a.out + (t * a.num_heads + h) * D;
   const bool direct = a.kv_dtype == DType::kF32;
   const int64_t row_bytes = DTypeRowBytes(a.kv_dtype, D);
-  // Position j's row of head kvh inside a cache [num_blocks, bs, Hkv] of rows.
+  // Position j's row of the item's KV head inside a cache [num_blocks, bs, Hkv] of rows.
   auto row = [&](const void* cache, int64_t j) {
     const int64_t block = table[j / bs];
-    return static_cast<const uint8_t*>(cache) + ((block * bs + j % bs) * a.num_kv_heads + kvh) * row_bytes;
+    return static_cast<const uint8_t*>(cache) + ((block * bs + j % bs) * a.num_kv_heads + item.kv_head) * row_bytes;
   };
-  if (static_cast<int64_t>(scratch->scores.size()) < num_keys) scratch->scores.resize(num_keys);
-  float* s = scratch->scores.data();
-  if (!direct) {
-    scratch->keys.resize(bs * D);
-    scratch->value.resize(D);
-  }
-  float max = -INFINITY;
-  // A block's positions are contiguous in the cache (stride Hkv rows): one dot_rows call per block.
+  if (static_cast<int64_t>(scratch->scores.size()) < g * num_keys) scratch->scores.resize(g * num_keys);
+  if (!direct) scratch->rows.resize(bs * D);
+  auto scores = [&](int64_t i) { return scratch->scores.data() + i * num_keys; };
+  auto query = [&](int64_t i) { return a.q + (t * a.num_heads + item.heads[i]) * D; };
+  auto output = [&](int64_t i) { return a.out + (t * a.num_heads + item.heads[i]) * D; };
+  // Rows [j, j + rows) of one block of `cache` as f32, *stride floats apart: in place for an F32 cache,
+  // else dequantised into the scratch rows. A block's rows of one KV head lie Hkv rows apart, a stride the
+  // hardware prefetcher does not follow: the next block's rows are asked for while this one is used
+  // (tpserve-bench-attention, 1B shape over 4096 positions: about 1.25x faster with).
+  auto block_rows = [&](const void* cache, int64_t j, int64_t rows, int64_t* stride) -> const float* {
+    const int64_t next = j + rows;
+    for (int64_t r = 0; r < std::min(bs, end - next); ++r) {
+      const uint8_t* p = row(cache, next + r);
+      for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off);
+    }
+    if (direct) {
+      *stride = a.num_kv_heads * D;
+      return reinterpret_cast<const float*>(row(cache, j));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      kernels.dequantize_kv_row(a.kv_dtype, row(cache, j + r), D, scratch->rows.data() + r * D);
+    }
+    *stride = D;
+    return scratch->rows.data();
+  };
+  // A block's positions are contiguous in the cache (stride Hkv rows): one dot_rows call per block and head.
   for (int64_t j = first; j < end;) {
     const int64_t rows = std::min(bs - j % bs, end - j);
-    if (direct) {
-      kernels.dot_rows(q, reinterpret_cast<const float*>(row(a.k_cache, j)), a.num_kv_heads * D, rows, D,
-                       s + (j - first));
-    } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        kernels.dequantize_kv_row(a.kv_dtype, row(a.k_cache, j + r), D, scratch->keys.data() + r * D);
-      }
-      kernels.dot_rows(q, scratch->keys.data(), D, rows, D, s + (j - first));
-    }
+    int64_t stride = 0;
+    const float* k = block_rows(a.k_cache, j, rows, &stride);
+    for (int64_t i = 0; i < g; ++i) kernels.dot_rows(query(i), k, stride, rows, D, scores(i) + (j - first));
     j += rows;
   }
-  for (int64_t j = 0; j < num_keys; ++j) {
-    s[j] *= a.scale;
-    max = std::fmax(max, s[j]);
+  float inv_sum[kMaxGroupHeads];
+  for (int64_t i = 0; i < g; ++i) {
+    inv_sum[i] = 1.0f / kernels.exp_scores(scores(i), num_keys, a.scale);
+    std::memset(output(i), 0, D * sizeof(float));
   }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < num_keys; ++j) {
-    s[j] = PortableExpF(s[j] - max);
-    sum += s[j];
+  for (int64_t j = first; j < end;) {
+    const int64_t rows = std::min(bs - j % bs, end - j);
+    int64_t stride = 0;
+    const float* v = block_rows(a.v_cache, j, rows, &stride);
+    for (int64_t i = 0; i < g; ++i) kernels.accumulate_rows(scores(i) + (j - first), v, stride, rows, D, output(i));
+    j += rows;
   }
-  std::memset(out, 0, D * sizeof(float));
-  for (int64_t j = 0; j < num_keys; ++j) {
-    const uint8_t* v = row(a.v_cache, first + j);
-    if (!direct) kernels.dequantize_kv_row(a.kv_dtype, v, D, scratch->value.data());
-    Axpy(s[j], direct ? reinterpret_cast<const float*>(v) : scratch->value.data(), D, out);
+  for (int64_t i = 0; i < g; ++i) {
+    float* out = output(i);
+    for (int64_t e = 0; e < D; ++e) out[e] *= inv_sum[i];
   }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < D; ++i) out[i] *= inv;
+}
+
+// The items of a batch: per token, per KV head, its query heads in groups as large as still give every
+// thread an item (GQA models read each KV block once per group instead of once per head).
+std::vector<AttendItem> MakeItems(const PagedAttentionArgs& a, const std::vector<int32_t>& heads_by_kv,
+                                  const std::vector<int64_t>& kv_begin, int64_t threads) {
+  int64_t min_heads = kMaxGroupHeads;
+  for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
+    if (kv_begin[kvh + 1] > kv_begin[kvh]) min_heads = std::min(min_heads, kv_begin[kvh + 1] - kv_begin[kvh]);
+  }
+  int64_t group = min_heads;
+  while (group > 1 && a.num_tokens * a.num_kv_heads * ((min_heads + group - 1) / group) < threads) --group;
+  std::vector<AttendItem> items;
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
+      for (int64_t h = kv_begin[kvh]; h < kv_begin[kvh + 1]; h += group) {
+        items.push_back({t, kvh, heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
+      }
+    }
+  }
+  return items;
 }
 
 }  // namespace
@@ -96,15 +133,26 @@ void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
     CHECK_LE((static_cast<int64_t>(args.positions[t]) + args.block_size) / args.block_size, args.max_blocks_per_seq)
         << "token " << t << " at position " << args.positions[t] << " is past its block table";
   }
+  // The query heads of each KV head, in head order (counting sort on kv_head_of_q).
+  std::vector<int64_t> kv_begin(args.num_kv_heads + 1, 0);
+  for (int64_t h = 0; h < args.num_heads; ++h) {
+    CHECK(args.kv_head_of_q[h] >= 0 && args.kv_head_of_q[h] < args.num_kv_heads) << "query head " << h;
+    ++kv_begin[args.kv_head_of_q[h] + 1];
+  }
+  for (int64_t kvh = 0; kvh < args.num_kv_heads; ++kvh) kv_begin[kvh + 1] += kv_begin[kvh];
+  std::vector<int32_t> heads_by_kv(args.num_heads);
+  std::vector<int64_t> fill(kv_begin.begin(), kv_begin.end() - 1);
+  for (int64_t h = 0; h < args.num_heads; ++h) heads_by_kv[fill[args.kv_head_of_q[h]]++] = static_cast<int32_t>(h);
+  const std::vector<AttendItem> items = MakeItems(args, heads_by_kv, kv_begin, pool->num_threads());
   // Items are dealt round-robin: within a prefill chunk later tokens attend to more keys, so
   // contiguous ranges would leave the first thread idle. Which thread runs an item never changes
   // its arithmetic.
-  const int64_t items = args.num_tokens * args.num_heads;
-  const int64_t lanes = std::min<int64_t>(items, pool->num_threads());
+  const int64_t num_items = static_cast<int64_t>(items.size());
+  const int64_t lanes = std::min<int64_t>(num_items, pool->num_threads());
   pool->ParallelFor(lanes, [&](int64_t begin, int64_t end) {
     thread_local AttendScratch scratch;
     for (int64_t lane = begin; lane < end; ++lane) {
-      for (int64_t i = lane; i < items; i += lanes) AttendOne(args, i / args.num_heads, i % args.num_heads, &scratch);
+      for (int64_t i = lane; i < num_items; i += lanes) AttendGroup(args, items[i], &scratch);
     }
   });
 }

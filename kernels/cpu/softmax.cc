@@ -8,8 +8,9 @@ namespace tpserve {
 
 void Softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  float max = x[0];
-  for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  // As std::fmax would (NaN never wins), without its library call per element.
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = PortableExpF(x[i] - max);

@@ -12,6 +12,7 @@
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_fixed_point.h"
+#include "kernels/cpu/portable_math.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "tests/kernels/matmul_reference.h"
 
@@ -191,6 +192,53 @@ TEST_P(IsaEqualityTest, DequantizeKvRowEqualsPortableBitwise) {
   }
 }
 
+// Attention scores of every length up to 40 (the 4-lane tails), spread to reach exp's clamps, with
+// masked (-inf) keys, a NaN, and a row where every key is masked.
+std::vector<float> RandomScores(int64_t n, int rep, std::mt19937* rng) {
+  std::normal_distribution<float> dist(0.0f, rep % 2 ? 200.0f : 4.0f);
+  std::vector<float> s(n);
+  for (float& v : s) v = dist(*rng);
+  if (rep == 2 && n > 0) s[n / 2] = -INFINITY;
+  if (rep == 3 && n > 0) s[n - 1] = NAN;
+  if (rep == 4) std::fill(s.begin(), s.end(), -INFINITY);
+  return s;
+}
+
+TEST_P(IsaEqualityTest, ExpScoresEqualsPortableBitwise) {
+  std::mt19937 rng(13);
+  const auto want_fn = internal::KernelsFor(Isa::kPortable).exp_scores;
+  const auto got_fn = internal::KernelsFor(GetParam()).exp_scores;
+  for (int64_t n = 0; n <= 40; ++n) {
+    for (int rep = 0; rep < 20; ++rep) {
+      std::vector<float> want = RandomScores(n, rep, &rng), got = want;
+      const float want_sum = want_fn(want.data(), n, 0.125f), got_sum = got_fn(got.data(), n, 0.125f);
+      ASSERT_TRUE(BitwiseEqual(want, got)) << "n " << n << " rep " << rep;
+      ASSERT_EQ(std::memcmp(&want_sum, &got_sum, sizeof(float)), 0) << "n " << n << " rep " << rep;
+    }
+  }
+}
+
+// Value rows at a stride, lengths around the 8- and 32-lane chunks, weights of any size.
+TEST_P(IsaEqualityTest, AccumulateRowsEqualsPortableBitwise) {
+  std::mt19937 rng(14);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const auto want_fn = internal::KernelsFor(Isa::kPortable).accumulate_rows;
+  const auto got_fn = internal::KernelsFor(GetParam()).accumulate_rows;
+  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 64, 80, 128}) {
+    for (int64_t rows : {1, 3, 16}) {
+      const int64_t stride = n + 5;
+      std::vector<float> w(rows), v(rows * stride), want(n);
+      for (float& x : w) x = dist(rng) * 1e-3f;
+      for (float& x : v) x = dist(rng);
+      for (float& x : want) x = dist(rng);
+      std::vector<float> got = want;
+      want_fn(w.data(), v.data(), stride, rows, n, want.data());
+      got_fn(w.data(), v.data(), stride, rows, n, got.data());
+      ASSERT_TRUE(BitwiseEqual(want, got)) << "n " << n << " rows " << rows;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
 
@@ -204,6 +252,25 @@ TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
   EXPECT_NE(bogus.status().message().find("portable, avx2 or avx512"), std::string::npos);
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     EXPECT_EQ(IsaFromSetting(IsaName(isa)).ok(), IsaCompiledIn(isa) && CpuSupportsIsa(isa)) << IsaName(isa);
+  }
+}
+
+// The portable level's exp_scores is PortableExpF written out: the same bits as the shared function.
+TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
+  std::mt19937 rng(15);
+  const auto fn = internal::KernelsFor(Isa::kPortable).exp_scores;
+  for (int rep = 0; rep < 4; ++rep) {
+    std::vector<float> s = RandomScores(37, rep, &rng), want = s;
+    float max = -INFINITY;
+    for (float& v : want) {
+      v *= 0.125f;
+      max = std::fmax(max, v);
+    }
+    float want_sum = 0.0f;
+    for (float& v : want) want_sum += (v = PortableExpF(v - max));
+    const float sum = fn(s.data(), 37, 0.125f);
+    ASSERT_TRUE(BitwiseEqual(want, s)) << "rep " << rep;
+    ASSERT_EQ(std::memcmp(&want_sum, &sum, sizeof(float)), 0) << "rep " << rep;
   }
 }
 

@@ -6,7 +6,8 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 const IsaKernels& Kernels() {
   static const IsaKernels kKernels{FloatTiles, QuantTiles, FixedPointFloatTiles, FixedPointQuantTiles,
-                                   QuantizeActivationRow, DotRows, DequantizeKvRow};
+                                   QuantizeActivationRow, DotRows, DequantizeKvRow, ExpScores,
+                                   AccumulateRows};
   return kKernels;
 }
 
