@@ -6,9 +6,7 @@
 // Usage: tpserve-bench-attention [--quick] [--context N ...] [--batch B] [--kv-dtype f32|f16|bf16|q8_0]
 // (TPSERVE_THREADS sets the threads)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -25,11 +23,8 @@
 namespace tpserve {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int64_t kBlockSize = 16;
 constexpr int64_t kHeadDim = 64;
-
-double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Shape {
   const char* name;
@@ -95,22 +90,13 @@ void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, double
   a.kv_dtype = type;
   a.out = out.data();
 
-  std::vector<double> times;
-  const double budget = quick ? 0.2 : 0.5;
-  int64_t calls = 0;
-  const auto start = Clock::now();
-  const double cpu_start = bench::ProcessCpuSeconds();
-  while (Seconds(start) < budget || calls < 2 * copies) {
-    a.k_cache = cache.k[calls % copies].data();
-    a.v_cache = cache.v[calls % copies].data();
-    const auto t0 = Clock::now();
-    PagedAttention(a, pool);
-    times.push_back(Seconds(t0));
-    ++calls;
-  }
-  const double cpu_per_call = (bench::ProcessCpuSeconds() - cpu_start) / calls / pool->num_threads();
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const bench::CallTimes times =
+      bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(), [&](int64_t call) {
+        a.k_cache = cache.k[call % copies].data();
+        a.v_cache = cache.v[call % copies].data();
+        PagedAttention(a, pool);
+      });
+  const double median = times.median_s, cpu_per_call = times.cpu_per_call;
   const double gbs = kv_bytes / median / 1e9;
   std::printf("  %-7s B=%-3lld ctx=%-6lld %-5s %9.1f us  KV read %6.2f GB/s of %6.2f GB/s triad (%3.0f%%)"
               "  [cpu-time basis %6.2f GB/s]\n",

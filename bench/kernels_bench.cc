@@ -112,21 +112,12 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   for (float& v : x) v = dist(rng);
 
   // Decode: one token, a different copy of the weight each call.
-  int64_t calls = 0;
-  const double budget = quick ? 0.2 : 0.5;
-  std::vector<double> times;
-  const auto start = Clock::now();
-  const double cpu_start = bench::ProcessCpuSeconds();
-  while (Seconds(start) < budget || calls < 2 * copies) {
-    const WeightMatrix w{type, c.rows, c.cols, weights[calls % copies].data()};
-    const auto t0 = Clock::now();
-    MatMul(w, x.data(), 1, y.data(), pool);
-    times.push_back(Seconds(t0));
-    ++calls;
-  }
-  const double cpu_per_call = (bench::ProcessCpuSeconds() - cpu_start) / calls / pool->num_threads();
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const bench::CallTimes times =
+      bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(), [&](int64_t call) {
+        const WeightMatrix w{type, c.rows, c.cols, weights[call % copies].data()};
+        MatMul(w, x.data(), 1, y.data(), pool);
+      });
+  const double median = times.median_s, cpu_per_call = times.cpu_per_call;
   const double gbs = weight_bytes / median / 1e9;
   std::printf("  decode  T=1   %-5s %5lldx%-5lld %9.1f us  achieved %6.2f GB/s of %6.2f GB/s measured (%3.0f%%)"
               "  [cpu-time basis %6.2f GB/s]\n",
