@@ -29,11 +29,12 @@ struct TileTable {
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: tiles of up to 4 tokens, row blocks kept
-// hot in cache across token tiles. y: [T, rows] with row stride y_stride (= rows).
-// Instantiated for float and int64_t.
+// hot in cache across token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of
+// one row only (a single weight stream). Instantiated for float and int64_t.
 template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
-              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
+              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride,
+              bool single_row);
 
 // The whole multiply: quantises x to Q8 activation blocks when w is quantised, then runs the
 // tiles with each thread owning a contiguous range of weight rows. y: [T, w.rows].
