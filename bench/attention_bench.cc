@@ -117,7 +117,9 @@ int main(int argc, char** argv) {
                   "this machine's STREAM triad. TPSERVE_THREADS sets the threads.",
                   "tpserve-bench-attention");
   app.add_flag("--quick", quick, "fewer repetitions");
-  app.add_option("--context", contexts, "cached positions per sequence: 512,4096")->delimiter(',')->capture_default_str();
+  app.add_option("--context", contexts, "cached positions per sequence: 512,4096")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--batch", batch, "decoding sequences")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--kv-dtype", type_name, "only this KV cache type: f32 f16 bf16 q8_0");
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;

@@ -69,8 +69,8 @@ void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* 
     x_stride = w.cols * static_cast<int64_t>(sizeof(float));
   }
   // One token through Q8_0 weights with float sums: one row at a time, a single sequential stream
-  // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles; F16 and Q4_K were slower so,
-  // Q4_1 even). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
+  // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles; F16 and Q4_K were slower that
+  // way, Q4_1 no different). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
   const bool single_row = num_tokens == 1 && std::is_same_v<Out, float> && w.type == DType::kQ8_0;
   // Each thread owns a contiguous range of weight rows, so it streams a disjoint part of the weight.
   pool->ParallelFor(w.rows, [&](int64_t begin, int64_t end) {

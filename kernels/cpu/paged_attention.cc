@@ -31,10 +31,10 @@ struct AttendItem {
 
 // Each (token, head) of the item: two passes over the keys first..p in position order (first = 0, or
 // the window's start). Scores q·k in the canonical 16-lane order of the active level's dot_rows
-// (kernels/cpu/simd/canonical_dot.cc), softmax by the level's exp_scores (PortableExpF, the sum in position
-// order), values accumulated element-wise in position order by its accumulate_rows. A cache of another type is read through the level's
-// dequantize_kv_row into the same arithmetic. The heads share loads, never arithmetic: a head's result
-// is the same in any group.
+// (kernels/cpu/simd/canonical_dot.cc), softmax by its exp_scores (PortableExpF, the sum in position
+// order), values accumulated element-wise in position order by its accumulate_rows. A cache of another
+// type is read through the level's dequantize_kv_row into the same arithmetic. The heads share loads,
+// never arithmetic: a head's result is the same in any group.
 void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScratch* scratch) {
   const internal::IsaKernels& kernels = internal::ActiveKernels();
   const int64_t D = a.head_dim, bs = a.block_size, t = item.t, g = item.num_heads;
@@ -102,23 +102,38 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
 
 // The items of a batch: per token, per KV head, its query heads in groups as large as still give every
 // thread an item (GQA models read each KV block once per group instead of once per head).
-std::vector<AttendItem> MakeItems(const PagedAttentionArgs& a, const std::vector<int32_t>& heads_by_kv,
-                                  const std::vector<int64_t>& kv_begin, int64_t threads) {
+struct AttendPlan {
+  std::vector<int32_t> heads_by_kv;  // the query heads of KV head 0, then of 1, ..., each in head order
+  std::vector<AttendItem> items;     // pointing into heads_by_kv
+};
+
+AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
+  // Counting sort of the query heads on kv_head_of_q: KV head k's heads are [kv_begin[k], kv_begin[k + 1]).
+  std::vector<int64_t> kv_begin(a.num_kv_heads + 1, 0);
+  for (int64_t h = 0; h < a.num_heads; ++h) {
+    CHECK(a.kv_head_of_q[h] >= 0 && a.kv_head_of_q[h] < a.num_kv_heads) << "query head " << h;
+    ++kv_begin[a.kv_head_of_q[h] + 1];
+  }
+  for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) kv_begin[kvh + 1] += kv_begin[kvh];
+  AttendPlan plan;
+  plan.heads_by_kv.resize(a.num_heads);
+  std::vector<int64_t> fill(kv_begin.begin(), kv_begin.end() - 1);
+  for (int64_t h = 0; h < a.num_heads; ++h) plan.heads_by_kv[fill[a.kv_head_of_q[h]]++] = static_cast<int32_t>(h);
+
   int64_t min_heads = kMaxGroupHeads;
   for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
     if (kv_begin[kvh + 1] > kv_begin[kvh]) min_heads = std::min(min_heads, kv_begin[kvh + 1] - kv_begin[kvh]);
   }
   int64_t group = min_heads;
   while (group > 1 && a.num_tokens * a.num_kv_heads * ((min_heads + group - 1) / group) < threads) --group;
-  std::vector<AttendItem> items;
   for (int64_t t = 0; t < a.num_tokens; ++t) {
     for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
       for (int64_t h = kv_begin[kvh]; h < kv_begin[kvh + 1]; h += group) {
-        items.push_back({t, kvh, heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
+        plan.items.push_back({t, kvh, plan.heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
       }
     }
   }
-  return items;
+  return plan;
 }
 
 }  // namespace
@@ -133,17 +148,8 @@ void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
     CHECK_LE((static_cast<int64_t>(args.positions[t]) + args.block_size) / args.block_size, args.max_blocks_per_seq)
         << "token " << t << " at position " << args.positions[t] << " is past its block table";
   }
-  // The query heads of each KV head, in head order (counting sort on kv_head_of_q).
-  std::vector<int64_t> kv_begin(args.num_kv_heads + 1, 0);
-  for (int64_t h = 0; h < args.num_heads; ++h) {
-    CHECK(args.kv_head_of_q[h] >= 0 && args.kv_head_of_q[h] < args.num_kv_heads) << "query head " << h;
-    ++kv_begin[args.kv_head_of_q[h] + 1];
-  }
-  for (int64_t kvh = 0; kvh < args.num_kv_heads; ++kvh) kv_begin[kvh + 1] += kv_begin[kvh];
-  std::vector<int32_t> heads_by_kv(args.num_heads);
-  std::vector<int64_t> fill(kv_begin.begin(), kv_begin.end() - 1);
-  for (int64_t h = 0; h < args.num_heads; ++h) heads_by_kv[fill[args.kv_head_of_q[h]]++] = static_cast<int32_t>(h);
-  const std::vector<AttendItem> items = MakeItems(args, heads_by_kv, kv_begin, pool->num_threads());
+  const AttendPlan plan = MakePlan(args, pool->num_threads());
+  const std::vector<AttendItem>& items = plan.items;
   // Items are dealt round-robin: within a prefill chunk later tokens attend to more keys, so
   // contiguous ranges would leave the first thread idle. Which thread runs an item never changes
   // its arithmetic.
