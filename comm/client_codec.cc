@@ -108,6 +108,14 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
                                                                        : client_wire::SpeculativeMethod::SERVER_DEFAULT);
     spec.setNumTokens(g.speculative.num_tokens);
   }
+  if (g.beam.enabled()) {
+    auto beam = out.initBeam();
+    beam.setWidth(static_cast<uint32_t>(g.beam.width));
+    beam.setLengthPenalty(g.beam.length_penalty);
+    beam.setEarlyStopping(g.beam.early_stopping == EarlyStopping::kWhenFull ? client_wire::EarlyStopping::WHEN_FULL
+                          : g.beam.early_stopping == EarlyStopping::kNever  ? client_wire::EarlyStopping::NEVER
+                                                                             : client_wire::EarlyStopping::HEURISTIC);
+  }
 }
 
 void EncodeTokenize(const TokenizeRequest& t, client_wire::TokenizeRequest::Builder out) {
@@ -213,6 +221,18 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
       default: return InvalidArgument("unknown speculative method " + std::to_string(static_cast<int>(spec.getMethod())));
     }
     g.speculative.num_tokens = spec.getNumTokens();
+  }
+  if (in.hasBeam()) {
+    const auto beam = in.getBeam();
+    // Clamped before the int conversion; request_validation rejects anything above kMaxBeamWidth.
+    g.beam.width = static_cast<int32_t>(std::min<uint32_t>(beam.getWidth(), 1u << 20));
+    g.beam.length_penalty = beam.getLengthPenalty();
+    switch (beam.getEarlyStopping()) {
+      case client_wire::EarlyStopping::HEURISTIC: g.beam.early_stopping = EarlyStopping::kHeuristic; break;
+      case client_wire::EarlyStopping::WHEN_FULL: g.beam.early_stopping = EarlyStopping::kWhenFull; break;
+      case client_wire::EarlyStopping::NEVER: g.beam.early_stopping = EarlyStopping::kNever; break;
+      default: return InvalidArgument("unknown beam early_stopping " + std::to_string(static_cast<int>(beam.getEarlyStopping())));
+    }
   }
   return g;
 }
@@ -432,6 +452,8 @@ std::string EncodeServerMessage(const ServerMessage& m) {
       f.setNumReplays(m.finish.num_replays);
       f.setNumDraftTokens(m.finish.num_draft_tokens);
       f.setNumAcceptedTokens(m.finish.num_accepted_tokens);
+      f.setBeamScore(m.finish.beam_score);
+      f.setCumulativeLogprob(m.finish.cumulative_logprob);
       break;
     }
     case ServerMessageKind::kError: {
@@ -540,6 +562,8 @@ StatusOr<ServerMessage> DecodeServerMessage(const void* data, size_t size) {
         m.finish.num_replays = f.getNumReplays();
         m.finish.num_draft_tokens = f.getNumDraftTokens();
         m.finish.num_accepted_tokens = f.getNumAcceptedTokens();
+        m.finish.beam_score = f.getBeamScore();
+        m.finish.cumulative_logprob = f.getCumulativeLogprob();
         break;
       }
       case client_wire::ServerMessage::Body::ERROR: {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/beam_config.h"
 #include "comm/step_plan.h"
 #include "common/status.h"
 
@@ -87,6 +88,7 @@ struct GenerateRequest {
   bool prompt_logprobs = false;         // answer a PromptLogprobs message before the first chunk
   std::string user;                     // end-user id, for logs
   SpeculativeRequest speculative;
+  BeamConfig beam;                      // width 0: no beam search
 };
 
 // What /tokenize takes: a text (kText) or chat messages (kChat) of a GenerateRequest's prompt.
@@ -141,6 +143,8 @@ struct Finish {
   uint32_t num_replays = 0;  // re-runs after a lost worker group (same tokens; see README)
   uint32_t num_draft_tokens = 0;     // speculative proposals verified
   uint32_t num_accepted_tokens = 0;  // of those, kept
+  double beam_score = 0;             // beam search: the hypothesis's length-penalised score
+  double cumulative_logprob = 0;     // beam search: the sum of its tokens' logprobs
 };
 
 struct ErrorReply {

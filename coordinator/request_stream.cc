@@ -26,6 +26,8 @@ SampleUsage UsageOf(const SequenceEvent& event) {
   u.tpot_s = event.tpot_s;
   u.num_draft_tokens = event.num_draft_tokens;
   u.num_accepted_tokens = event.num_accepted_tokens;
+  u.beam_score = event.beam_score;
+  u.cumulative_logprob = event.cumulative_logprob;
   return u;
 }
 
@@ -84,6 +86,8 @@ proto::ServerMessage RequestStream::FinishMessage(int32_t sample_index, proto::F
   m.finish.num_replays = num_replays_;
   m.finish.num_draft_tokens = static_cast<uint32_t>(std::min<int64_t>(usage.num_draft_tokens, UINT32_MAX));
   m.finish.num_accepted_tokens = static_cast<uint32_t>(std::min<int64_t>(usage.num_accepted_tokens, UINT32_MAX));
+  m.finish.beam_score = usage.beam_score;
+  m.finish.cumulative_logprob = usage.cumulative_logprob;
   return m;
 }
 

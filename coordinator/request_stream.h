@@ -31,6 +31,8 @@ struct SampleUsage {
   double tpot_s = -1;
   int64_t num_draft_tokens = 0;     // speculative proposals verified
   int64_t num_accepted_tokens = 0;  // of those, kept
+  double beam_score = 0;            // beam search: the hypothesis's score and cumulative logprob
+  double cumulative_logprob = 0;
 };
 SampleUsage UsageOf(const Sequence& seq);
 SampleUsage UsageOf(const SequenceEvent& event);  // as of the event's token

@@ -101,6 +101,7 @@ Status Scheduler::Add(ScheduleRequest request) {
   }
   if (request.request_id > kMaxRequestId) return InvalidArgument("request id too large");
   RETURN_IF_ERROR(ValidateSpeculativeConfig(request.speculative));
+  if (request.beam.enabled()) RETURN_IF_ERROR(CheckBeamRequest(request));
   const uint64_t first_id = SequenceIdOf(request.request_id, 0);
   auto live_it = live_.lower_bound(first_id);
   if (live_it != live_.end() && live_it->first < first_id + kMaxSamplesPerRequest) {
@@ -123,9 +124,11 @@ Status Scheduler::Add(ScheduleRequest request) {
   const uint64_t arrival = next_arrival_++;
   const double arrival_time = request.arrival_time_s < 0 ? Now() : request.arrival_time_s;
   // Sample 0 prefills the shared prompt; the others fork from it at its last prompt token. A
-  // one-token prompt has nothing to share, so its samples start on their own.
-  const bool fork = n > 1 && num_prompt > 1;
-  for (int32_t i = 0; i < n; ++i) {
+  // one-token prompt has nothing to share, so its samples start on their own. A beam search starts
+  // as one beam, which its steps fork.
+  const bool beam = request.beam.enabled();
+  const bool fork = n > 1 && num_prompt > 1 && !beam;
+  for (int32_t i = 0; i < (beam ? 1 : n); ++i) {
     auto seq = std::make_unique<Sequence>();
     seq->seq_id = SequenceIdOf(request.request_id, i);
     seq->request_id = request.request_id;
@@ -140,6 +143,7 @@ Status Scheduler::Add(ScheduleRequest request) {
     seq->wants_prompt_logprobs = request.prompt_logprobs;
     seq->speculative = request.speculative;
     seq->speculation.k = request.speculative.enabled() ? request.speculative.num_tokens : 0;
+    if (beam) seq->sampling.num_logprobs = 2 * request.beam.width;
     Sequence* raw = seq.get();
     live_.emplace(raw->seq_id, std::move(seq));
     if (fork && i > 0) {
@@ -147,6 +151,11 @@ Status Scheduler::Add(ScheduleRequest request) {
     } else {
       InsertOrdered(waiting_, raw);
     }
+  }
+  if (beam) {
+    const int32_t max_output = std::min<int64_t>(request.stopping.max_tokens, config_.max_model_len - num_prompt);
+    beams_[request.request_id] =
+        std::make_unique<BeamRequestState>(BeamRequestState{BeamSearch(request.beam, max_output), n});
   }
   return OkStatus();
 }
@@ -265,11 +274,13 @@ StepPlan Scheduler::Schedule() {
 
   // 3. Waiting sequences in order, unless this step had to preempt (their blocks are the ones
   // just freed; taking them back now would thrash).
-  while (!preempted && budget > 0 && !waiting_.empty()) {
-    Sequence* seq = waiting_.front();
-    const auto pending = pending_forks_.find(seq->request_id);
-    const int32_t group = 1 + (HasPendingChildren(*seq) ? static_cast<int32_t>(pending->second.size()) : 0);
-    if (NumRunningOrForking() + group > config_.max_num_seqs) break;
+  // A beam preempted while parked waits for its siblings, not for admission.
+  auto next_waiting = [this] {
+    return std::find_if(waiting_.begin(), waiting_.end(), [](const Sequence* s) { return !s->beam_parked; });
+  };
+  for (auto next = next_waiting(); !preempted && budget > 0 && next != waiting_.end(); next = next_waiting()) {
+    Sequence* seq = *next;
+    if (NumRunningOrForking() + SeatsOnAdmission(*seq) > config_.max_num_seqs) break;
     const int32_t cached = block_manager_.NumCachedPrefixTokens(*seq);
     const int32_t remaining = PrefillTarget(*seq) - cached;
     CHECK_GE(remaining, 0);
@@ -280,13 +291,18 @@ StepPlan Scheduler::Schedule() {
       break;
     }
     // Admitted only when its whole chunk fits: a prompt that starts on the last free blocks would
-    // soon preempt itself or others.
-    if (!block_manager_.CanAllocate(*seq, n)) break;
+    // soon preempt itself or others. Parked beams have nothing to run: they make room first.
+    if (!block_manager_.CanAllocate(*seq, n)) {
+      Sequence* parked = LastParkedBeam();
+      if (parked == nullptr) break;
+      Preempt(parked);
+      continue;
+    }
     block_manager_.Allocate(*seq, n);
     if (seq->num_preemptions == 0) {
       seq->num_cached_prompt_tokens = std::min(seq->num_computed, seq->num_prompt_tokens());
     }
-    waiting_.erase(waiting_.begin());
+    waiting_.erase(next);
     seq->status = SequenceStatus::kRunning;
     InsertOrdered(running_, seq);
     if (n > 0) {
@@ -417,6 +433,7 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
 
   in_flight_ = false;
   const double now = Now();
+  std::vector<uint64_t> beam_requests;  // with a beam parked in this step, in plan order
   size_t r = 0;
   size_t scored = 0;
   for (size_t i = 0; i < in_flight_plan_.size(); ++i) {
@@ -439,9 +456,19 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
       if (HasPendingChildren(*seq) && seq->num_computed == PrefillTarget(*seq)) ForkChildren(seq);
       continue;
     }
+    if (IsBeam(*seq)) {
+      for (SequenceEvent& event : ParkBeam(seq, planned.num_tokens, *sampled)) events.push_back(std::move(event));
+      if (std::find(beam_requests.begin(), beam_requests.end(), seq->request_id) == beam_requests.end()) {
+        beam_requests.push_back(seq->request_id);
+      }
+      continue;
+    }
     std::vector<SequenceEvent> applied = ApplySampled(seq, planned.num_tokens, planned.drafts, sampled, now);
     if (seq->is_finished()) live_.erase(it);
     for (SequenceEvent& event : applied) events.push_back(std::move(event));
+  }
+  for (uint64_t request_id : beam_requests) {
+    for (SequenceEvent& event : StepBeams(request_id, now)) events.push_back(std::move(event));
   }
   in_flight_plan_.clear();
   return events;
@@ -588,8 +615,10 @@ void Scheduler::Finish(Sequence* seq, FinishReason reason) {
 Status Scheduler::Abort(uint64_t seq_id, FinishReason reason) {
   auto it = live_.find(seq_id);
   if (it == live_.end()) return NotFound("no live sequence " + std::to_string(seq_id));
+  const uint64_t request_id = it->second->request_id;
   Finish(it->second.get(), reason);
   live_.erase(it);
+  if (beams_.count(request_id) && LiveSamples(request_id).empty()) beams_.erase(request_id);
   return OkStatus();
 }
 
@@ -603,67 +632,6 @@ Status Scheduler::AbortRequest(uint64_t request_id, FinishReason reason) {
   if (ids.empty()) return NotFound("no live request " + std::to_string(request_id));
   // Last sample first, so no leader hands its prompt to a sample about to go too.
   for (auto it = ids.rbegin(); it != ids.rend(); ++it) RETURN_IF_ERROR(Abort(*it, reason));
-  return OkStatus();
-}
-
-void Scheduler::DiscardInFlight() {
-  if (!in_flight_) return;
-  in_flight_ = false;
-  for (const InFlightSequence& planned : in_flight_plan_) {
-    auto it = live_.find(planned.seq_id);
-    if (it != live_.end() && it->second->status == SequenceStatus::kRunning) Preempt(it->second.get());
-  }
-  in_flight_plan_.clear();
-  (void)block_manager_.TakeBlockCopies();
-}
-
-void Scheduler::ResetKvCache() {
-  DiscardInFlight();
-  while (!running_.empty()) Preempt(running_.back());
-  block_manager_.ResetPrefixCache();
-}
-
-std::vector<ReleasedRequest> Scheduler::ReleaseAll() {
-  ResetKvCache();  // every sequence waiting (or pending its fork), no blocks, nothing computed
-  std::vector<ReleasedRequest> released;
-  for (auto& [seq_id, seq] : live_) {  // by seq id: grouped by request, samples in order
-    if (released.empty() || released.back().request_id != seq->request_id) {
-      ReleasedRequest request;
-      request.request_id = seq->request_id;
-      request.has_pending_forks = pending_forks_.count(seq->request_id) > 0;
-      released.push_back(std::move(request));
-    }
-    released.back().sequences.push_back(std::move(seq));
-  }
-  live_.clear();
-  waiting_.clear();
-  pending_forks_.clear();
-  return released;
-}
-
-Status Scheduler::Adopt(ReleasedRequest request) {
-  if (request.sequences.empty()) return InvalidArgument("nothing to adopt");
-  const Sequence& first = *request.sequences.front();
-  RETURN_IF_ERROR(CheckFits(first.num_prompt_tokens(), first.stopping.max_tokens));
-  for (const auto& seq : request.sequences) {
-    if (seq->status != SequenceStatus::kWaiting || !seq->block_table.empty() || seq->num_computed != 0) {
-      return InvalidArgument("seq " + std::to_string(seq->seq_id) + " was not released");
-    }
-    if (live_.count(seq->seq_id)) return InvalidArgument("seq " + std::to_string(seq->seq_id) + " is already live");
-  }
-  const uint64_t arrival = next_arrival_++;
-  // Samples still waiting to fork keep waiting for their leader (sample 0), here as there.
-  const bool fork = request.has_pending_forks && first.sample_index == 0;
-  for (auto& seq : request.sequences) {
-    seq->arrival_order = arrival;
-    Sequence* raw = seq.get();
-    live_.emplace(raw->seq_id, std::move(seq));
-    if (fork && raw->sample_index > 0) {
-      pending_forks_[raw->request_id].push_back(raw);
-    } else {
-      InsertOrdered(waiting_, raw);
-    }
-  }
   return OkStatus();
 }
 

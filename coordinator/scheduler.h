@@ -37,6 +37,7 @@
 
 #include "comm/step_plan.h"
 #include "common/status.h"
+#include "coordinator/beam_search.h"
 #include "coordinator/block_manager.h"
 #include "coordinator/scheduler_config.h"
 #include "coordinator/sequence.h"
@@ -58,6 +59,10 @@ struct ScheduleRequest {
   // Speculative decoding of its decode steps (coordinator/speculation.h); off by default. The
   // tokens are the same either way.
   SpeculativeConfig speculative;
+  // Beam search (coordinator/beam_search.h): num_samples is then the number of hypotheses returned
+  // (at most the width). Requires greedy sampling without penalties or logit bias, no logprobs,
+  // no prompt logprobs and no speculation: beams are ranked on the model's raw logprobs.
+  BeamConfig beam;
 };
 
 // What happened to one sequence in a step, for the server to stream.
@@ -85,6 +90,20 @@ struct SequenceEvent {
   // Speculative decoding over the sample's life, up to this event's step.
   int64_t num_draft_tokens = 0;     // proposals verified
   int64_t num_accepted_tokens = 0;  // of those, kept as output
+  // Beam search: the events of a request come when the search ends, all the tokens of each
+  // returned hypothesis (sample_index = its rank, best first) in one step, each event with the
+  // hypothesis's length-penalised score and cumulative logprob.
+  bool has_beam_score = false;
+  double beam_score = 0;
+  double cumulative_logprob = 0;
+};
+
+// One beam search request's state in a Scheduler (handed over with it by ReleaseAll / Adopt).
+struct BeamRequestState {
+  BeamSearch search;
+  int32_t num_results = 1;             // hypotheses returned
+  int32_t num_cached_prompt_tokens = 0;  // of its first admission, for usage
+  double first_step_time_s = -1;       // when its first beam step ran (its "first token")
 };
 
 // One request's live sequences, handed from the scheduler of a lost worker group to another
@@ -95,6 +114,7 @@ struct ReleasedRequest {
   uint64_t request_id = 0;
   std::vector<std::unique_ptr<Sequence>> sequences;  // [live samples], by sample index
   bool has_pending_forks = false;  // samples 1.. still wait to fork from sample 0's prefill
+  std::unique_ptr<BeamRequestState> beam;  // beam search requests: the search so far
 };
 
 struct SchedulerStats {
@@ -202,6 +222,27 @@ class Scheduler {
   int32_t NumRunningOrForking() const;
   double Now() const;
 
+  // Beam search (scheduler_beam.cc). INVALID_ARGUMENT when the request's settings exclude it.
+  Status CheckBeamRequest(const ScheduleRequest& request) const;
+  bool IsBeam(const Sequence& seq) const { return beams_.count(seq.request_id) > 0; }
+  // The seats a waiting sequence takes when admitted: its forking samples or its beams too.
+  int32_t SeatsOnAdmission(const Sequence& seq) const;
+  // Holds a beam's candidates (its K/V of the step's tokens computed) until its siblings have theirs.
+  // Returns an error event when the worker returned no candidates.
+  std::vector<SequenceEvent> ParkBeam(Sequence* seq, int32_t num_tokens, const SequenceResult& sampled);
+  // When every live beam of the request is parked: one step of its search (continuing, forking
+  // and dropping beams), and when the search ends, the events of its best hypotheses.
+  std::vector<SequenceEvent> StepBeams(uint64_t request_id, double now);
+  std::vector<SequenceEvent> FinishBeams(uint64_t request_id, double now);
+  // The request's live sequences, by sample index (slot).
+  std::vector<Sequence*> LiveSamples(uint64_t request_id) const;
+  // The running beam parked last in scheduling order (preempted to admit others), or nullptr.
+  Sequence* LastParkedBeam() const;
+  // Ends a sequence without an event (a pruned beam, or one of a finished search).
+  void Drop(Sequence* seq);
+  // A new beam at a free slot of parent's request sharing parent's blocks and tokens.
+  Sequence* ForkBeam(const Sequence& parent);
+
   struct InFlightSequence {
     uint64_t seq_id;
     int32_t num_tokens;           // of its own, proposals not included
@@ -219,6 +260,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // ordered by Before()
   // Samples 1..n-1 of a request whose sample 0 has not reached the fork point yet, by leader id.
   std::map<uint64_t, std::vector<Sequence*>> pending_forks_;
+  std::map<uint64_t, std::unique_ptr<BeamRequestState>> beams_;  // beam search requests, by request id
   uint64_t next_arrival_ = 0;
   uint64_t next_step_id_ = 1;
   bool in_flight_ = false;

@@ -79,6 +79,12 @@ struct Sequence {
   int32_t num_cached_prompt_tokens = 0;
   int32_t num_preemptions = 0;
   SpeculationState speculation;  // adaptive proposal length and acceptance counts
+  // Beam search (ScheduleRequest::beam): this hypothesis's sum of output_logprobs, and the
+  // candidates for its next token, held ("parked", not scheduled) until every live beam of the
+  // request has its own (coordinator/scheduler_beam.cc).
+  double cumulative_logprob = 0;
+  bool beam_parked = false;
+  std::vector<TokenLogprob> beam_candidates;
   // Logprobs of prompt tokens 1.. scored so far (prompt_logprobs[i]: token i + 1 given 0..i), while
   // needs_prompt_logprobs(); handed to the first token's event, then empty.
   std::vector<PromptTokenLogprob> prompt_logprobs;  // [<= P - 1]

@@ -273,7 +273,12 @@ void Server::HandleGenerate(const std::string& client_id, const proto::ClientMes
   schedule.num_samples = static_cast<int32_t>(request.n);
   schedule.priority = request.priority;
   schedule.prompt_logprobs = request.prompt_logprobs;
-  schedule.speculative = ResolveSpeculative(request.speculative, options_.speculative);
+  // A beam search does not take the server's default speculation (it asks for none itself).
+  const bool default_speculation = request.speculative.method == proto::SpeculativeChoice::kServerDefault;
+  if (!request.beam.enabled() || !default_speculation) {
+    schedule.speculative = ResolveSpeculative(request.speculative, options_.speculative);
+  }
+  schedule.beam = request.beam;
   const uint64_t seed = schedule.sampling.seed;
   const int32_t num_prompt_tokens = static_cast<int32_t>(schedule.prompt_ids.size());
   Status added = group->scheduler().Add(std::move(schedule));

@@ -74,6 +74,23 @@ struct GenerateRequest {
                                         # (and top-numLogprobs), computed during prefill
   user @13 :Text;                       # the end user, for logs (OpenAI `user`); at most 256 bytes
   speculative @14 :Speculative;         # speculative decoding: same tokens, maybe faster
+  beam @15 :BeamSearch;                 # beam search instead of sampling (absent: off); n hypotheses
+                                        # are returned, best first, each at the end of the search
+}
+
+# Beam search (README): `width` live hypotheses ranked by cumulative logprob, scored at the end by
+# cumulativeLogprob / length^lengthPenalty. Takes greedy sampling settings, no penalties, logit bias,
+# logprobs or prompt logprobs, and n <= width.
+struct BeamSearch {
+  width @0 :UInt32;                     # 1..8; 0: no beam search
+  lengthPenalty @1 :Float32 = 1.0;      # > 0 favours longer hypotheses, < 0 shorter; in [-10, 10]
+  earlyStopping @2 :EarlyStopping;
+}
+
+enum EarlyStopping {                    # Hugging Face transformers' early_stopping values
+  heuristic @0;                         # false: stop when no live beam scores better than the worst finished
+  whenFull @1;                          # true: stop as soon as width hypotheses have finished
+  never @2;                             # "never": stop when no live beam could ever score better
 }
 
 # Speculative decoding: proposals verified in the same step as the sequence's own token; the output
@@ -160,6 +177,8 @@ struct Finish {
   numReplays @6 :UInt32;                # times the request was re-run after its worker group was lost
   numDraftTokens @7 :UInt32;            # speculative proposals verified for this sample
   numAcceptedTokens @8 :UInt32;         # of those, kept (acceptance rate = accepted / draft)
+  beamScore @9 :Float64;                # beam search: the hypothesis's length-penalised score (else 0)
+  cumulativeLogprob @10 :Float64;       # beam search: the sum of its tokens' logprobs (else 0)
 }
 
 enum ErrorKind {
