@@ -101,6 +101,13 @@ void AddRequestFlags(CLI::App* command, CliFlags& f) {
         r.speculative = *parsed;
       },
       "speculative decoding: off or ngram:K (default: the server's); the tokens are the same either way");
+  command->add_option("--beam-width", r.beam.width, "beam search with this many hypotheses (returns --n of them)")
+      ->check(CLI::Range(0, kMaxBeamWidth));
+  command->add_option("--length-penalty", r.beam.length_penalty, "beam search: score = logprob / length^penalty")
+      ->capture_default_str();
+  command->add_option("--early-stopping", r.beam.early_stopping, "beam search: false, true or never")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, EarlyStopping>{
+          {"false", EarlyStopping::kHeuristic}, {"true", EarlyStopping::kWhenFull}, {"never", EarlyStopping::kNever}}));
 }
 
 // The prompt of a generate request from --prompt, --chat or --prompt-ids; false when none was given.
@@ -121,7 +128,7 @@ bool SetPrompt(CliFlags& f) {
   return true;
 }
 
-std::string SampleJson(size_t sample, const GenerateResult& result) {
+std::string SampleJson(size_t sample, const GenerateResult& result, bool beam) {
   const proto::Finish& finish = result.finish[sample];
   nlohmann::ordered_json j;
   j["sample"] = sample;
@@ -135,6 +142,7 @@ std::string SampleJson(size_t sample, const GenerateResult& result) {
   j["tpot_ms"] = finish.tpot_ms;
   j["seed"] = finish.seed;
   j["speculative"] = {{"draft_tokens", finish.num_draft_tokens}, {"accepted_tokens", finish.num_accepted_tokens}};
+  if (beam) j["beam"] = {{"score", finish.beam_score}, {"cumulative_logprob", finish.cumulative_logprob}};
   return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
@@ -200,7 +208,7 @@ int Generate(CliFlags& flags) {
   for (size_t s = 0; s < result->token_ids.size(); ++s) {
     const proto::Finish& finish = result->finish[s];
     if (flags.json) {
-      std::cout << SampleJson(s, *result) << std::endl;
+      std::cout << SampleJson(s, *result, request.beam.enabled()) << std::endl;
     } else if (flags.print_ids) {
       for (size_t i = 0; i < result->token_ids[s].size(); ++i) std::cout << (i ? " " : "") << result->token_ids[s][i];
       std::cout << std::endl;

@@ -104,6 +104,7 @@ struct BeamRequestState {
   int32_t num_results = 1;             // hypotheses returned
   int32_t num_cached_prompt_tokens = 0;  // of its first admission, for usage
   double first_step_time_s = -1;       // when its first beam step ran (its "first token")
+  int32_t num_steps = 0;               // beam steps run
 };
 
 // One request's live sequences, handed from the scheduler of a lost worker group to another

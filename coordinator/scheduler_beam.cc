@@ -116,6 +116,7 @@ std::vector<SequenceEvent> Scheduler::StepBeams(uint64_t request_id, double now)
     beams.push_back({seq->sample_index, &seq->output_ids, &seq->output_logprobs, seq->cumulative_logprob,
                      &seq->beam_candidates});
   }
+  ++state.num_steps;
   if (state.first_step_time_s < 0) {
     state.first_step_time_s = now;
     state.num_cached_prompt_tokens = live[0]->num_cached_prompt_tokens;
@@ -188,7 +189,8 @@ std::vector<SequenceEvent> Scheduler::FinishBeams(uint64_t request_id, double no
       event.num_output_tokens = j + 1;
       event.num_cached_prompt_tokens = state.num_cached_prompt_tokens;
       event.ttft_s = ttft;
-      event.tpot_s = length > 1 ? (now - state.first_step_time_s) / (length - 1) : -1;
+      // Per step of the search (its tokens all reach the client at the end).
+      event.tpot_s = state.num_steps > 1 ? (now - state.first_step_time_s) / (state.num_steps - 1) : -1;
       event.has_beam_score = true;  // on every event: a stop string may end the sample at any of them
       event.beam_score = h.score;
       event.cumulative_logprob = h.cumulative_logprob;

@@ -250,6 +250,26 @@ proto::SpeculativeRequest Speculative(const json& body) {
   return out;
 }
 
+// vLLM's beam search fields: use_beam_search, best_of (the width, at least n; default n),
+// length_penalty, early_stopping (false, true or "never", as in Hugging Face transformers).
+BeamConfig Beam(const json& body, uint32_t n) {
+  BeamConfig out;
+  if (!GetBool(body, "use_beam_search", false)) return out;
+  out.width = static_cast<int32_t>(GetInt(body, "best_of", n, 1, kMaxBeamWidth));
+  if (out.width < static_cast<int32_t>(n)) Fail("best_of", "best_of (the beam width) must be at least n");
+  out.length_penalty = static_cast<float>(GetNumber(body, "length_penalty", 1.0, -10.0, 10.0));
+  if (const json* early = Find(body, "early_stopping")) {
+    if (early->is_boolean()) {
+      out.early_stopping = early->get<bool>() ? EarlyStopping::kWhenFull : EarlyStopping::kHeuristic;
+    } else if (early->is_string() && early->get<std::string>() == "never") {
+      out.early_stopping = EarlyStopping::kNever;
+    } else {
+      Fail("early_stopping", "early_stopping must be true, false or \"never\"");
+    }
+  }
+  return out;
+}
+
 // The sampling, stopping and output fields both endpoints share, applied to every prompt.
 void ApplyCommonFields(const json& body, OpenAiRequest* r) {
   r->model = GetString(body, "model", 256);
@@ -283,6 +303,9 @@ void ApplyCommonFields(const json& body, OpenAiRequest* r) {
   common.ignore_eos = GetBool(body, "ignore_eos", false);
   common.user = GetString(body, "user", proto::kMaxUserBytes);
   common.speculative = Speculative(body);
+  common.beam = Beam(body, r->n);
+  // Beam search ranks the raw distribution: temperature 0 unless the request says otherwise (and fails).
+  if (common.beam.enabled() && Find(body, "temperature") == nullptr) s.temperature = 0.0f;
   common.n = r->n;
   common.stream = true;  // the gateway reassembles non-streamed replies itself
 

@@ -243,6 +243,43 @@ def test_echo_prompt_logprobs_equal_token_by_token(server, client, model):
         assert lp.token_logprobs[i] == pytest.approx(forced.choices[0].logprobs.token_logprobs[0], abs=1e-5)
 
 
+def test_beam_search(server, client, model):
+    """vLLM's beam search fields: n best of best_of hypotheses. The same request through the C++ client
+    (`tpserve generate --json`) gives the ids and scores; each hypothesis's cumulative logprob is checked
+    against the engine's teacher-forced logprobs of its tokens (echo), and the order against the scores."""
+    prompt_ids = post_json(server, "/tokenize", {"prompt": PROMPT})["tokens"]
+    out = subprocess.run([str(TPSERVE), "generate", "--server", server.endpoint, "--prompt-ids",
+                          ",".join(map(str, prompt_ids)), "--max-tokens", "10", "--ignore-eos", "--beam-width", "4",
+                          "--n", "3", "--json"], capture_output=True, text=True, timeout=120, check=True).stdout
+    samples = [json.loads(line) for line in out.splitlines()]
+    assert [s["sample"] for s in samples] == [0, 1, 2]
+    reply = client.completions.create(model=model, prompt=prompt_ids, max_tokens=10, n=3,
+                                      extra_body={"use_beam_search": True, "best_of": 4, "ignore_eos": True})
+    assert [c.text for c in reply.choices] == [s["text"] for s in samples]
+    assert len({tuple(s["token_ids"]) for s in samples}) == 3
+    scores = [s["beam"]["score"] for s in samples]
+    assert scores == sorted(scores, reverse=True)
+    for s in samples:
+        assert len(s["token_ids"]) == 10 and s["finish_reason"] == "length"
+        forced = client.completions.create(model=model, prompt=prompt_ids + s["token_ids"], max_tokens=0, echo=True,
+                                           logprobs=0, temperature=0)
+        teacher = sum(forced.choices[0].logprobs.token_logprobs[len(prompt_ids):])
+        assert s["beam"]["cumulative_logprob"] == pytest.approx(teacher, abs=1e-4)
+        assert s["beam"]["score"] == pytest.approx(teacher / 10, abs=1e-5)  # length_penalty 1
+    # Width 1 stopping at its first finished hypothesis is greedy decoding.
+    greedy = client.completions.create(model=model, prompt=PROMPT, max_tokens=12, temperature=0)
+    width1 = client.completions.create(model=model, prompt=PROMPT, max_tokens=12,
+                                       extra_body={"use_beam_search": True, "early_stopping": True})
+    assert width1.choices[0].text == greedy.choices[0].text
+    # Sampling settings beam search cannot take are a 400 naming them; the server keeps serving.
+    for bad in ({"temperature": 0.7}, {"n": 3, "extra_body": {"use_beam_search": True, "best_of": 2}},
+                {"presence_penalty": 0.5}):
+        kwargs = {"extra_body": {"use_beam_search": True}, **bad}
+        with pytest.raises(openai.BadRequestError):
+            client.completions.create(model=model, prompt=PROMPT, max_tokens=4, **kwargs)
+    assert client.completions.create(model=model, prompt=PROMPT, max_tokens=2, temperature=0).choices[0].text
+
+
 def test_auth_and_overload():
     """A second server: API key required, and a queue of 0 so every generation is refused as overloaded."""
     s = start_server("--api-key", "sesame", "--max-queue", "0")

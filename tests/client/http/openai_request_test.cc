@@ -149,6 +149,11 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
        "messages[0].content"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
        "top_logprobs"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "use_beam_search": true, "n": 3, "best_of": 2})", "best_of"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "use_beam_search": true, "best_of": 9})", "best_of"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "use_beam_search": true, "early_stopping": "soon"})",
+       "early_stopping"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "use_beam_search": true, "length_penalty": 11})", "length_penalty"},
   };
   for (const Case& c : cases) {
     const ApiError e = ParseError(c.endpoint, c.body);
@@ -157,6 +162,28 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_NE(e.message.find(std::string(c.param).substr(0, 6)), std::string::npos) << c.body << " → " << e.message;
   }
+}
+
+TEST(OpenAiRequest, BeamSearchFieldsAreVllms) {
+  const OpenAiRequest r = Parse(Endpoint::kCompletions, R"({"prompt": "x", "use_beam_search": true, "n": 2,
+    "best_of": 4, "length_penalty": 0.5, "early_stopping": "never"})");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  const proto::GenerateRequest& g = r.prompts[0];
+  EXPECT_EQ(g.beam.width, 4);
+  EXPECT_EQ(g.n, 2u);
+  EXPECT_FLOAT_EQ(g.beam.length_penalty, 0.5f);
+  EXPECT_EQ(g.beam.early_stopping, EarlyStopping::kNever);
+  EXPECT_EQ(g.sampling.temperature, 0.0f);  // OpenAI's default 1 does not apply to beam search
+
+  const OpenAiRequest chat = Parse(Endpoint::kChatCompletions,
+                                   R"({"messages": [{"role": "user", "content": "x"}], "use_beam_search": true,
+                                       "n": 3, "early_stopping": true, "temperature": 0})");
+  EXPECT_EQ(chat.prompts[0].beam.width, 3);  // best_of defaults to n
+  EXPECT_EQ(chat.prompts[0].beam.early_stopping, EarlyStopping::kWhenFull);
+
+  const OpenAiRequest plain = Parse(Endpoint::kCompletions, R"({"prompt": "x", "n": 2})");
+  EXPECT_FALSE(plain.prompts[0].beam.enabled());
+  EXPECT_FLOAT_EQ(plain.prompts[0].sampling.temperature, 1.0f);
 }
 
 TEST(OpenAiRequest, MalformedBodiesAre400WithoutAParam) {
