@@ -75,6 +75,23 @@ def test_n_samples(client):
                                                                                   "--max-tokens", "12")
 
 
+def test_beam_search(client):
+    """beam=W returns the n best hypotheses, best first, with their scores; width 1 stopping at its first
+    finished hypothesis is greedy decoding."""
+    result = client.generate(PROMPT, max_tokens=10, n=3, beam={"width": 4, "length_penalty": 0.0}, ignore_eos=True)
+    assert [s.index for s in result.samples] == [0, 1, 2]
+    scores = [s.finish.beam_score for s in result.samples]
+    assert scores == sorted(scores, reverse=True)
+    assert all(s.finish.beam_score == s.finish.cumulative_logprob < 0 for s in result.samples)  # penalty 0
+    assert len({tuple(s.token_ids) for s in result.samples}) == 3
+    width1 = client.generate(PROMPT, max_tokens=12, beam={"width": 1, "early_stopping": True})
+    assert width1.token_ids == run_ids("--prompt", PROMPT, "--max-tokens", "12")
+    with pytest.raises(tpserve.InvalidRequestError, match="beam width"):
+        client.generate(PROMPT, beam=9)
+    with pytest.raises(tpserve.InvalidRequestError, match="temperature 0"):
+        client.generate(PROMPT, beam=2, temperature=0.5)
+
+
 def test_stop_string_cuts_the_text(client):
     full = client.generate(PROMPT, max_tokens=24).text
     stop = full.split()[2]  # a word the greedy text reaches after a few tokens

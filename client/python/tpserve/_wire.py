@@ -74,14 +74,35 @@ def _speculative(value: Any) -> Tuple[str, int]:
     return method, k
 
 
+_EARLY_STOPPING = {False: "heuristic", True: "whenFull", "never": "never"}
+
+
+def _beam(value: Any) -> Tuple[int, float, str]:
+    """beam=W or {"width": W, "length_penalty": 1.0, "early_stopping": False | True | "never"}."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = {"width": value}
+    if not isinstance(value, dict):
+        raise TypeError("beam must be a width or a dict {width, length_penalty, early_stopping}")
+    unknown = set(value) - {"width", "length_penalty", "early_stopping"}
+    if unknown:
+        raise TypeError(f"unknown beam field(s): {', '.join(sorted(unknown))}")
+    width, early = value.get("width"), value.get("early_stopping", False)
+    if not isinstance(width, int) or not 1 <= width <= 8:
+        raise InvalidRequestError(f"beam width={width!r} must be in [1, 8]")
+    if early not in _EARLY_STOPPING:
+        raise InvalidRequestError(f"beam early_stopping={early!r} must be False, True or 'never'")
+    return width, float(value.get("length_penalty", 1.0)), _EARLY_STOPPING[early]
+
+
 def generate_filler(prompt: Optional[str], token_ids: Optional[Sequence[int]], messages: Optional[Sequence[Message]],
                     stream: bool, params: Dict[str, Any]) -> Callable:
     """Checks a generate request's arguments now (TypeError / InvalidRequestError) and returns what fills
     the GenerateRequest builder. params: max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
     presence_penalty, frequency_penalty, seed, logit_bias ({token id: bias}), stop (a string or a list),
     stop_token_ids, ignore_eos, logprobs (top-n per token, 0..20), n, priority, prompt_logprobs, user,
-    speculative ("off", "ngram", "ngram:K" or {"method": "ngram", "k": K}; None: the server's default)."""
-    unknown = set(params) - set(_REQUEST_FIELDS) - set(_SAMPLING_FIELDS) - {"seed", "logit_bias", "speculative"}
+    speculative ("off", "ngram", "ngram:K" or {"method": "ngram", "k": K}; None: the server's default),
+    beam (a width, or {"width", "length_penalty", "early_stopping"}: beam search; n best hypotheses return)."""
+    unknown = set(params) - set(_REQUEST_FIELDS) - set(_SAMPLING_FIELDS) - {"seed", "logit_bias", "speculative", "beam"}
     if unknown:
         raise TypeError(f"unknown generate argument(s): {', '.join(sorted(unknown))}")
     params = {name: value for name, value in params.items() if value is not None}  # None: the default
@@ -104,6 +125,10 @@ def generate_filler(prompt: Optional[str], token_ids: Optional[Sequence[int]], m
             spec = g.init("speculative")
             spec.method = method
             _set(spec, "numTokens", k, "speculative k")
+        if "beam" in params:
+            width, length_penalty, early_stopping = _beam(params["beam"])
+            beam = g.init("beam")
+            beam.width, beam.lengthPenalty, beam.earlyStopping = width, length_penalty, early_stopping
         bias = params.get("logit_bias", {})
         entries = g.sampling.init("logitBias", len(bias))
         for entry, (token_id, value) in zip(entries, bias.items()):
@@ -167,7 +192,7 @@ def _decode_body(kind: str, body, request_id: int) -> Any:
         f = body.finish
         usage = Usage(f.usage.promptTokens, f.usage.completionTokens, f.usage.cachedPromptTokens)
         return Finish(f.sampleIndex, _enum_name(f.reason), usage, f.ttftMs, f.tpotMs, f.seed, f.numReplays,
-                      f.numDraftTokens, f.numAcceptedTokens)
+                      f.numDraftTokens, f.numAcceptedTokens, f.beamScore, f.cumulativeLogprob)
     if kind == "error":
         return error_from_reply(_enum_name(body.error.kind), body.error.message, request_id)
     if kind in ("health", "stats"):

@@ -50,6 +50,8 @@ class Finish:
     num_replays: int = 0              # re-runs after a lost worker group (the tokens are the same)
     num_draft_tokens: int = 0         # speculative proposals verified for this sample
     num_accepted_tokens: int = 0      # of those, kept (the tokens are the same either way)
+    beam_score: float = 0.0           # beam search: cumulative_logprob / length^length_penalty
+    cumulative_logprob: float = 0.0   # beam search: the sum of the hypothesis's token logprobs
 
 
 @dataclass(frozen=True)
