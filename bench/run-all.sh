@@ -142,6 +142,15 @@ else
     tee "$results/speculative.md" || echo "speculative bench failed (continuing)"
 fi
 
+step "beam search: width 2 and 4 beside n = W sampling of the same batch"
+if [ "$quick" = 1 ]; then
+  python3 bench/beam_search.py --build "$build" --rounds 1 --widths 2 --concurrency 1 --max-tokens 8 \
+    --results "$tmp/beam_search" || echo "beam search bench failed (continuing)"
+else
+  python3 bench/beam_search.py --build "$build" --rounds 2 --concurrency 1,4 --max-tokens 32 \
+    --results "$results/beam_search" | tee "$results/beam_search.md" || echo "beam search bench failed (continuing)"
+fi
+
 step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
 python3 bench/summarize.py
