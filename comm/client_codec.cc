@@ -231,7 +231,9 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
       case client_wire::EarlyStopping::HEURISTIC: g.beam.early_stopping = EarlyStopping::kHeuristic; break;
       case client_wire::EarlyStopping::WHEN_FULL: g.beam.early_stopping = EarlyStopping::kWhenFull; break;
       case client_wire::EarlyStopping::NEVER: g.beam.early_stopping = EarlyStopping::kNever; break;
-      default: return InvalidArgument("unknown beam early_stopping " + std::to_string(static_cast<int>(beam.getEarlyStopping())));
+      default:
+        return InvalidArgument("unknown beam early_stopping " +
+                               std::to_string(static_cast<int>(beam.getEarlyStopping())));
     }
   }
   return g;

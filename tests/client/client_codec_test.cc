@@ -73,6 +73,28 @@ TEST(ClientCodecTest, GenerateRoundTripsEveryField) {
   EXPECT_EQ(g.priority, -3);
   EXPECT_TRUE(g.prompt_logprobs);
   EXPECT_EQ(g.user, "alice");
+  EXPECT_FALSE(g.beam.enabled());
+}
+
+TEST(ClientCodecTest, BeamSearchRoundTrips) {
+  ClientMessage in = FullGenerate();
+  in.generate.beam = {4, -0.5f, EarlyStopping::kNever};
+  std::string bytes = EncodeClientMessage(in);
+  StatusOr<ClientMessage> out = DecodeClientMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->generate.beam.width, 4);
+  EXPECT_FLOAT_EQ(out->generate.beam.length_penalty, -0.5f);
+  EXPECT_EQ(out->generate.beam.early_stopping, EarlyStopping::kNever);
+
+  ServerMessage fin;
+  fin.kind = ServerMessageKind::kFinish;
+  fin.finish.beam_score = -0.25;
+  fin.finish.cumulative_logprob = -1.75;
+  bytes = EncodeServerMessage(fin);
+  auto decoded = DecodeServerMessage(bytes.data(), bytes.size());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->finish.beam_score, -0.25);
+  EXPECT_EQ(decoded->finish.cumulative_logprob, -1.75);
 }
 
 TEST(ClientCodecTest, PromptKindsRoundTrip) {
