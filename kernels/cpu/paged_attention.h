@@ -29,7 +29,7 @@ struct PagedAttentionArgs {
   int64_t block_size = 0;
   int64_t sliding_window = 0;  // > 0: a token attends the last sliding_window positions (itself included)
   float scale = 1.0f;        // usually 1/sqrt(D)
-  DType kv_dtype = DType::kF32;  // the CUDA kernel reads F32 only
+  DType kv_dtype = DType::kF32;
   float* out = nullptr;      // [T, H, D]
 };
 

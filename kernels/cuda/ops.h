@@ -54,9 +54,12 @@ void Softmax(float* x, int64_t num_rows, int64_t n, cudaStream_t stream);
 // REQUIRES: head_dim <= 256.
 void PagedAttention(const PagedAttentionArgs& args, cudaStream_t stream);
 
-// k, v: [T, Hkv, D], slot_mapping: [T] (negative: skipped), caches: [num_blocks * block_size, Hkv, D]
+// k, v: [T, Hkv, D], slot_mapping: [T] (negative: skipped), caches: [num_blocks * block_size, Hkv] rows of
+// D values of kv_dtype (F32, F16, BF16 or Q8_0), rounded bit for bit as the CPU's WriteKvCache rounds them.
+// PagedAttention reads the same types (args.kv_dtype).
 void WriteKvCache(const float* k, const float* v, const int32_t* slot_mapping, int64_t num_tokens,
-                  int64_t num_kv_heads, int64_t head_dim, float* k_cache, float* v_cache, cudaStream_t stream);
+                  int64_t num_kv_heads, int64_t head_dim, void* k_cache, void* v_cache, DType kv_dtype,
+                  cudaStream_t stream);
 
 // y[T, w.rows] = x[T, w.cols] · wᵀ. F32/F16/BF16 go through cublasGemmEx (F16/BF16 activations
 // are rounded to the weight type first, f32 accumulation); quantised types through QuantMatMul.

@@ -1,10 +1,37 @@
 #include "common/check.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dequantize.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace tpserve::cuda {
 namespace {
+
+// Value d of a cached row, converted as the CPU's dequantize_kv_row converts it: exactly (f16, bf16), or
+// as one IEEE product d · q (q8_0, d its block's f16 scale).
+__device__ __forceinline__ float KvValue(DType type, const uint8_t* row, int64_t d) {
+  switch (type) {
+    case DType::kF16: return HalfBitsToFloat(reinterpret_cast<const uint16_t*>(row)[d]);
+    case DType::kBF16: return Bf16BitsToFloat(reinterpret_cast<const uint16_t*>(row)[d]);
+    case DType::kQ8_0: {
+      const uint8_t* block = row + (d / kQuantBlock) * sizeof(BlockQ8_0);
+      const float scale = LoadHalf(block + offsetof(BlockQ8_0, d));
+      const auto q = static_cast<int8_t>(block[offsetof(BlockQ8_0, qs) + d % kQuantBlock]);
+      return __fmul_rn(scale, static_cast<float>(q));
+    }
+    default: return reinterpret_cast<const float*>(row)[d];
+  }
+}
+
+// Bytes of a cached row of D values.
+__device__ __forceinline__ int64_t KvRowBytes(DType type, int64_t D) {
+  switch (type) {
+    case DType::kF16:
+    case DType::kBF16: return 2 * D;
+    case DType::kQ8_0: return D / kQuantBlock * static_cast<int64_t>(sizeof(BlockQ8_0));
+    default: return 4 * D;
+  }
+}
 
 constexpr int kThreads = 128;     // keys per tile, and threads per (token, head)
 constexpr int kMaxDimPerThread = 2;  // head_dim <= kThreads * kMaxDimPerThread
@@ -28,16 +55,19 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) q[d] = a.q[(t * a.num_heads + h) * D + d];
   __syncthreads();
 
-  auto offset = [&](int64_t j) { return ((table[j / bs] * bs + j % bs) * a.num_kv_heads + kvh) * D; };
+  const int64_t row_bytes = KvRowBytes(a.kv_dtype, D);
+  const auto* k_cache = static_cast<const uint8_t*>(a.k_cache);
+  const auto* v_cache = static_cast<const uint8_t*>(a.v_cache);
+  auto offset = [&](int64_t j) { return ((table[j / bs] * bs + j % bs) * a.num_kv_heads + kvh) * row_bytes; };
   float running_max = -INFINITY, running_sum = 0.0f;
   float acc[kMaxDimPerThread] = {0.0f, 0.0f};
   for (int64_t tile = first; tile < num_keys; tile += kThreads) {
     const int64_t j = tile + threadIdx.x;
     float score = -INFINITY;
     if (j < num_keys) {
-      const float* k = static_cast<const float*>(a.k_cache) + offset(j);  // f32 caches only (the CUDA executor's)
+      const uint8_t* k = k_cache + offset(j);
       float dot = 0.0f;
-      for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
+      for (int64_t d = 0; d < D; ++d) dot += q[d] * KvValue(a.kv_dtype, k, d);
       score = dot * a.scale;
     }
     const float tile_max = BlockMax(score, scratch);
@@ -53,7 +83,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
       const int64_t d = threadIdx.x + i * kThreads;
       if (d >= D) break;
       float sum = acc[i] * alpha;
-      for (int64_t jj = 0; jj < tile_keys; ++jj) sum += probs[jj] * static_cast<const float*>(a.v_cache)[offset(tile + jj) + d];
+      for (int64_t jj = 0; jj < tile_keys; ++jj) sum += probs[jj] * KvValue(a.kv_dtype, v_cache + offset(tile + jj), d);
       acc[i] = sum;
     }
     __syncthreads();  // probs is rewritten by the next tile

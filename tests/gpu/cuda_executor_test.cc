@@ -183,6 +183,27 @@ TEST_F(CudaExecutorSyntheticTest, F32LogitsWithinToleranceAndGreedyIdsEqual) {
   EXPECT_EQ(gpu_ids, cpu_ids);
 }
 
+// Each KV cache type of 16-value heads (q8_0 needs 32: cuda_kernels_test covers it) gives the CPU's logits,
+// the cache rounded the same way on both.
+TEST_F(CudaExecutorSyntheticTest, KvTypesMatchCpu) {
+  auto model = ModelFile::Open(*dir_ + "/model.gguf");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& config = (*model)->config();
+  for (DType kv_dtype : {DType::kF16, DType::kBF16}) {
+    ExecutorOptions options = Options();
+    options.kv_dtype = kv_dtype;
+    Engines engines(config, (*model)->weights(), options);
+    const std::vector<int32_t> prompt = Tokens(11, config.vocab_size, 3);
+    const std::vector<int32_t> blocks = {4, 1, 8};
+    ExpectSameStep(engines, Plan({Seq(1, 0, {prompt.begin(), prompt.begin() + 8}, blocks)}), 1e-4,
+                   std::string(DTypeName(kv_dtype)) + " prefill of 8");
+    for (int t = 8; t < 11; ++t) {
+      ExpectSameStep(engines, Plan({Seq(1, t, {prompt[t]}, blocks)}), 1e-4,
+                     std::string(DTypeName(kv_dtype)) + " decode at " + std::to_string(t));
+    }
+  }
+}
+
 // A step mixing a prefill chunk, decodes, a sequence that needs no token and a copy-on-write block
 // copy gives the same rows as on the CPU.
 TEST_F(CudaExecutorSyntheticTest, MixedBatchWithBlockCopyMatchesCpu) {

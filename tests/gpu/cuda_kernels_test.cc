@@ -212,8 +212,8 @@ TEST(CudaKernelsTest, MatMulMatchesCpuForEveryTypeAndQuantIsBatchInvariant) {
   CUBLAS_CHECK(cublasDestroy(cublas));
 }
 
-TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
-  REQUIRE_GPU();
+// The GPU's cache bytes are the CPU's for kv_dtype, and its attention over them agrees.
+void ExpectKvCacheAndAttentionMatchCpu(DType kv_dtype) {
   std::mt19937 rng(6);
   const int64_t H = 9, Hkv = 3, D = 64, bs = 16, num_blocks = 12, max_blocks = 4;
   // Sequence 0: 40 cached + a 9-token prefill chunk; sequence 1: a decode at position 20;
@@ -227,19 +227,20 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   for (int s = 0; s < 3; ++s)
     for (int64_t b = 0; b < (lens[s] + bs - 1) / bs; ++b) tables[s * max_blocks + b] = ids[next++];
   ASSERT_LE(next, num_blocks);
-  std::vector<float> k_cache(num_blocks * bs * Hkv * D, 0.0f), v_cache = k_cache;
-  DeviceVector<float> dk_cache(k_cache), dv_cache(v_cache);
+  std::vector<uint8_t> k_cache(num_blocks * bs * Hkv * DTypeRowBytes(kv_dtype, D), 0), v_cache = k_cache;
+  DeviceVector<uint8_t> dk_cache(k_cache), dv_cache(v_cache);
   for (int s = 0; s < 3; ++s) {
     const auto k = Random(lens[s] * Hkv * D, &rng), v = Random(lens[s] * Hkv * D, &rng);
     std::vector<int32_t> slots(lens[s]);
     for (int64_t p = 0; p < lens[s]; ++p) slots[p] = static_cast<int32_t>(tables[s * max_blocks + p / bs] * bs + p % bs);
-    WriteKvCache(k.data(), v.data(), slots.data(), lens[s], Hkv, D, k_cache.data(), v_cache.data());
+    WriteKvCache(k.data(), v.data(), slots.data(), lens[s], Hkv, D, k_cache.data(), v_cache.data(), kv_dtype);
     DeviceVector<float> dk(k), dv(v);
     DeviceVector<int32_t> dslots(slots);
-    cuda::WriteKvCache(dk.get(), dv.get(), dslots.get(), lens[s], Hkv, D, dk_cache.get(), dv_cache.get(), nullptr);
+    cuda::WriteKvCache(dk.get(), dv.get(), dslots.get(), lens[s], Hkv, D, dk_cache.get(), dv_cache.get(), kv_dtype,
+                       nullptr);
   }
-  ExpectNear(dk_cache.ToHost(), k_cache, 0, 0, "k_cache");
-  ExpectNear(dv_cache.ToHost(), v_cache, 0, 0, "v_cache");
+  EXPECT_TRUE(dk_cache.ToHost() == k_cache) << "k_cache bytes";
+  EXPECT_TRUE(dv_cache.ToHost() == v_cache) << "v_cache bytes";
 
   std::vector<int32_t> token_seq, positions;
   for (int64_t p = 40; p < 49; ++p) token_seq.push_back(0), positions.push_back(static_cast<int32_t>(p));
@@ -257,6 +258,7 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   args.head_dim = D;
   args.block_size = bs;
   args.scale = 0.125f;
+  args.kv_dtype = kv_dtype;
   // Full attention, a window inside one tile, a window spanning two tiles of 128 keys.
   for (int64_t window : {0, 7, 130}) {
   args.sliding_window = window;
@@ -286,6 +288,14 @@ TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
   gpu.out = dout.get();
   cuda::PagedAttention(gpu, nullptr);
   ExpectNear(dout.ToHost(), want, 1e-4, 1e-5, window == 0 ? "paged_attention" : "windowed paged_attention");
+  }
+}
+
+TEST(CudaKernelsTest, WriteKvCacheAndPagedAttentionMatchCpu) {
+  REQUIRE_GPU();
+  for (DType kv_dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    SCOPED_TRACE(DTypeName(kv_dtype));
+    ExpectKvCacheAndAttentionMatchCpu(kv_dtype);
   }
 }
 

@@ -58,10 +58,7 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& 
   CHECK(comm != nullptr);
   ASSIGN_OR_RETURN(ShardPlan shard, PlanExecutorShard(config, weights, *comm, options));
 
-  if (options.kv_dtype != DType::kF32) {
-    return Unimplemented(std::string("the CUDA executor's KV cache is f32, not ") + DTypeName(options.kv_dtype) +
-                         " (--kv-dtype f32)");
-  }
+  RETURN_IF_ERROR(KvPool::CheckType(config.head_dim, options.kv_dtype));
   if (ExecutorKvLayout(config, options).num_groups() > 1) {
     return Unimplemented("the CUDA executor keeps every layer's KV pages (free_sliding_kv / --sliding-kv free is CPU "
                          "only)");
@@ -96,23 +93,23 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const ModelConfig& 
   int64_t num_blocks = options.num_kv_blocks;
   if (num_blocks <= 0) {
     num_blocks = KvPool::BlocksForBudget(options.kv_memory_bytes, config.num_layers, shard.num_kv_heads(),
-                                         config.head_dim, options.block_size);
+                                         config.head_dim, options.block_size, options.kv_dtype);
   }
   if (num_blocks <= 0) {
     return ResourceExhausted("KV memory budget of " + std::to_string(options.kv_memory_bytes) +
                              " bytes holds no block");
   }
   executor->num_kv_blocks_ = num_blocks;
-  executor->kv_block_floats_ = int64_t{options.block_size} * shard.num_kv_heads() * config.head_dim;
-  const int64_t layer_floats = num_blocks * executor->kv_block_floats_;  // one layer's K (or V)
-  ASSIGN_OR_RETURN(executor->kv_, DeviceBuffer::Allocate(static_cast<size_t>(2 * config.num_layers * layer_floats) *
-                                                             sizeof(float),
-                                                         "KV cache"));
+  executor->kv_block_bytes_ =
+      int64_t{options.block_size} * shard.num_kv_heads() * KvPool::RowBytes(config.head_dim, options.kv_dtype);
+  const int64_t layer_bytes = num_blocks * executor->kv_block_bytes_;  // one layer's K (or V)
+  ASSIGN_OR_RETURN(executor->kv_,
+                   DeviceBuffer::Allocate(static_cast<size_t>(2 * config.num_layers * layer_bytes), "KV cache"));
   // On our stream: a non-blocking stream is not ordered after the legacy stream's cudaMemset.
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(executor->kv_.get(), 0, executor->kv_.bytes(), executor->stream_));
   for (int l = 0; l < config.num_layers; ++l) {
-    float* layer = executor->kv_.as<float>() + 2 * l * layer_floats;
-    executor->kv_layers_.push_back({layer, layer + layer_floats});
+    uint8_t* layer = executor->kv_.as<uint8_t>() + 2 * l * layer_bytes;
+    executor->kv_layers_.push_back({layer, layer + layer_bytes, options.kv_dtype});
   }
   // The weight uploads (cudaMemcpy on the legacy stream, which our non-blocking stream does not wait
   // for) and the KV zeroing are done before the first step; a fault while loading surfaces here.
@@ -132,8 +129,10 @@ CudaExecutor::~CudaExecutor() {
 
 std::string CudaExecutor::CapacityReport() const {
   const double mib = static_cast<double>(kv_.bytes()) / (1 << 20);
+  const char* dtype = kv_layers_.empty() ? "F32" : DTypeName(kv_layers_.front().dtype);
   return std::to_string(num_kv_blocks_) + " KV blocks = " + std::to_string(num_kv_blocks_ * block_size_) +
-         " tokens (" + std::to_string(static_cast<int64_t>(mib)) + " MiB of device memory) on " + device_name_;
+         " tokens of " + dtype + " KV (" + std::to_string(static_cast<int64_t>(mib)) + " MiB of device memory) on " +
+         device_name_;
 }
 
 Status CudaExecutor::UploadStep() {
@@ -168,11 +167,12 @@ StatusOr<StepResult> CudaExecutor::Execute(const StepPlan& plan) {
   const double collective_start = device_comm_->collective_seconds() + host_comm_->collective_seconds();
   RETURN_IF_ERROR(ValidateStepPlan(plan, num_kv_blocks_, block_size_, config().vocab_size));
   RETURN_IF_ERROR(FlattenStepPlan(plan, block_size_, num_kv_blocks_, &batch_));
-  const size_t block_bytes = static_cast<size_t>(kv_block_floats_) * sizeof(float);
+  const size_t block_bytes = static_cast<size_t>(kv_block_bytes_);
   for (const auto& [src, dst] : plan.block_copies) {
     for (const DeviceLayerKv& layer : kv_layers_) {
-      for (float* cache : {layer.k, layer.v}) {
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(cache + dst * kv_block_floats_, cache + src * kv_block_floats_,
+      for (void* kv : {layer.k, layer.v}) {
+        auto* cache = static_cast<uint8_t*>(kv);
+        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(cache + dst * kv_block_bytes_, cache + src * kv_block_bytes_,
                                              block_bytes, cudaMemcpyDeviceToDevice, stream_));
       }
     }

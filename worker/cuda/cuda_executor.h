@@ -79,7 +79,7 @@ class CudaExecutor : public StepExecutor {
   std::unique_ptr<CudaLlamaModel> model_;
   DeviceBuffer kv_;                     // [L][2][num_blocks][block_size][Hkv][D] f32
   std::vector<DeviceLayerKv> kv_layers_;  // [L] views into kv_
-  int64_t kv_block_floats_ = 0;         // floats of one block of one layer's K (or V)
+  int64_t kv_block_bytes_ = 0;          // bytes of one block of one layer's K (or V)
 
   StepBatch batch_;                  // the flattened step on the host (rebuilt by every Execute)
   std::vector<int32_t> step_host_;   // the step's int arrays packed back to back, uploaded at once

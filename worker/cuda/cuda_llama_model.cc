@@ -223,12 +223,13 @@ Status CudaLlamaModel::LayerForward(const Layer& layer, const DeviceStep& step, 
   const float* inv_freq = layer.inv_freq.as<float>();
   cuda::ApplyRope(q, step.positions, num_tokens, num_heads, head_dim, inv_freq, config_.rope_layout, stream);
   cuda::ApplyRope(k, step.positions, num_tokens, num_kv_heads, head_dim, inv_freq, config_.rope_layout, stream);
-  cuda::WriteKvCache(k, v, step.slot_mapping, num_tokens, num_kv_heads, head_dim, kv.k, kv.v, stream);
+  cuda::WriteKvCache(k, v, step.slot_mapping, num_tokens, num_kv_heads, head_dim, kv.k, kv.v, kv.dtype, stream);
 
   PagedAttentionArgs args;
   args.q = q;
   args.k_cache = kv.k;
   args.v_cache = kv.v;
+  args.kv_dtype = kv.dtype;
   args.token_seq = step.token_seq;
   args.positions = step.positions;
   args.block_tables = step.block_tables;

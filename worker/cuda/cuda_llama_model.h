@@ -43,10 +43,12 @@ struct DeviceStep {
   int64_t block_size = 0;
 };
 
-// One layer's paged cache on the device: K and V, each [num_blocks, block_size, Hkv, D].
+// One layer's paged cache on the device: K and V, each [num_blocks, block_size, Hkv] rows of D values of
+// dtype (F32, F16, BF16 or Q8_0, as the CPU's KvPool stores them).
 struct DeviceLayerKv {
-  float* k = nullptr;
-  float* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
+  DType dtype = DType::kF32;
 };
 
 class CudaLlamaModel {
