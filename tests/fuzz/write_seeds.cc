@@ -48,6 +48,8 @@ void ClientMessages(const std::filesystem::path& dir) {
   m.generate.prompt_kind = proto::PromptKind::kTokenIds;
   m.generate.prompt_ids = {1, 504, 2365, 6354, 16438};
   Write(dir, "generate_ids", proto::EncodeClientMessage(m));
+  m.generate.beam = {4, 0.5f, EarlyStopping::kNever};
+  Write(dir, "generate_beam", proto::EncodeClientMessage(m));
   m.kind = proto::ClientMessageKind::kTokenize;
   m.tokenize.prompt_text = "Hello, world";
   Write(dir, "tokenize", proto::EncodeClientMessage(m));
@@ -67,6 +69,7 @@ void ClientMessages(const std::filesystem::path& dir) {
   s.kind = proto::ServerMessageKind::kFinish;
   s.finish.usage = {12, 2, 8};
   s.finish.seed = 42;
+  s.finish.beam_score = -0.5;
   Write(dir, "finish", proto::EncodeServerMessage(s));
   s.kind = proto::ServerMessageKind::kPromptLogprobs;
   s.prompt_logprobs.token_ids = {1, 504, 2365};
