@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # KV cache element types (tpserve-worker --kv-dtype, issue 17) on one model, 2 threads, per type:
 #   1. engine: tpserve-bench-engine --kv-dtype T --prompt 512 --batches $BATCHES --context $CONTEXT
-#      --decode-steps 32: prefill pp512 and decode at B=1 and B=16 over a $CONTEXT-token context;
+#      --decode-steps 32: prefill pp512 and decode at B=1 and B=32 over a $CONTEXT-token context;
 #   2. serving: tpserve serve --tp 1 --kv-memory-mb $SERVE_KV_MB --kv-dtype T, then tpserve-bench with
 #      $SERVE_C concurrent streams ($SERVE_N requests, input $SERVE_IN, output $SERVE_OUT token ids): the
 #      same KV memory holds 1x, 2x, 2x and 3.8x the sequences for f32, f16, bf16, q8_0.
 # Results: $RESULTS/engine_T.json and $RESULTS/serve_T.json; `bench/kv-dtypes.sh` prints a summary line
 # per type. Environment: BUILD (build), MODEL (models/SmolLM2-135M-Instruct.Q4_1.gguf), TYPES
-# ("f32 f16 bf16 q8_0"), CONTEXT (512), BATCHES (1,16), SERVE_KV_MB (128), SERVE_C (64), SERVE_N (64), SERVE_IN (128),
+# ("f32 f16 bf16 q8_0"), CONTEXT (512), BATCHES (1,32), SERVE_KV_MB (128), SERVE_C (64), SERVE_N (64), SERVE_IN (128),
 # SERVE_OUT (64), RESULTS (bench/results/kv_dtypes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ BUILD=${BUILD:-build}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 TYPES=${TYPES:-f32 f16 bf16 q8_0}
 CONTEXT=${CONTEXT:-512}
-BATCHES=${BATCHES:-1,16}
+BATCHES=${BATCHES:-1,32}
 SERVE_KV_MB=${SERVE_KV_MB:-128}
 SERVE_C=${SERVE_C:-64}
 SERVE_N=${SERVE_N:-64}
@@ -46,7 +46,7 @@ e = json.load(open(f"{res}/engine_{t}.json"))
 s = json.load(open(f"{res}/serve_{t}.json"))
 stats = dict(line.split(": ", 1) for line in open(f"{res}/stats_{t}.txt").read().splitlines() if ": " in line)
 dec = {d["batch"]: d["tok_s"] for d in e["decode"]}
-print(f"{t:5s} pp512 {e['prefill']['tok_s']:.1f} tok/s; decode B=1 {dec.get(1, 0):.1f}, B=16 {dec.get(16, 0):.1f} tok/s "
+print(f"{t:5s} pp512 {e['prefill']['tok_s']:.1f} tok/s; decode B=1 {dec.get(1, 0):.1f}, B=32 {dec.get(32, 0):.1f} tok/s "
       f"at context {e['decode_context']}; serving: output {s.get('output_throughput', 0):.1f} tok/s, "
       f"preemptions {stats.get('preemptions', '?')}, KV pages {stats.get('blocks_total', '?')}")
 PY
