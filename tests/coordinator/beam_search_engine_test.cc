@@ -10,6 +10,7 @@
 //  - width 1 with early stopping differs from greedy decoding;
 //  - the KV blocks in use exceed what the live hypotheses hold, or are not 0 after the request;
 //  - a KV pool small enough to preempt parked beams changes the result;
+//  - a request handed to another scheduler mid-search (a lost group) ends with other hypotheses;
 //  - TP 2 gives other ids or scores than TP 1.
 #include <gtest/gtest.h>
 
@@ -142,12 +143,14 @@ struct EngineRun {
   int64_t preemptions = 0;
 };
 
+// handover_after: after that many steps the request is released (ReleaseAll, as when its worker group is
+// lost) and adopted by a new scheduler, which re-prefills every beam and continues the search.
 EngineRun RunEngine(ModelExecutor& executor, int32_t num_blocks, const std::vector<int32_t>& prompt, const Case& c,
-                    int32_t max_tokens, int32_t eos) {
+                    int32_t max_tokens, int32_t eos, int handover_after = -1) {
   SchedulerConfig config;
   config.max_num_batched_tokens = 16;
   config.max_model_len = 256;
-  Scheduler scheduler(config, num_blocks, kBlockSize);
+  auto owner = std::make_unique<Scheduler>(config, num_blocks, kBlockSize);
   ScheduleRequest request;
   request.request_id = 3;
   request.prompt_ids = prompt;
@@ -155,12 +158,22 @@ EngineRun RunEngine(ModelExecutor& executor, int32_t num_blocks, const std::vect
   request.stopping.eos_token_id = eos;
   request.num_samples = c.n;
   request.beam = {c.width, c.length_penalty, c.early_stopping};
-  const Status added = scheduler.Add(request);
+  const Status added = owner->Add(request);
   EXPECT_TRUE(added.ok()) << added.ToString();
   EngineRun run;
   run.results.resize(c.n);
   std::set<int32_t> finished;
-  while (scheduler.has_unfinished()) {
+  for (int step = 0; owner->has_unfinished(); ++step) {
+    if (step == handover_after) {
+      std::vector<ReleasedRequest> released = owner->ReleaseAll();
+      EXPECT_EQ(owner->block_manager().Stats().num_used, 0);
+      owner = std::make_unique<Scheduler>(config, num_blocks, kBlockSize);
+      for (ReleasedRequest& r : released) {
+        const Status adopted = owner->Adopt(std::move(r));
+        EXPECT_TRUE(adopted.ok()) << adopted.ToString();
+      }
+    }
+    Scheduler& scheduler = *owner;
     const StepPlan plan = scheduler.Schedule();
     EXPECT_FALSE(plan.sequences.empty());
     if (plan.sequences.empty()) break;
@@ -198,8 +211,8 @@ EngineRun RunEngine(ModelExecutor& executor, int32_t num_blocks, const std::vect
     }
   }
   EXPECT_EQ(static_cast<int32_t>(finished.size()), c.n);
-  run.blocks_in_use_after = scheduler.block_manager().Stats().num_used;
-  run.preemptions = scheduler.Stats().num_preemptions;
+  run.blocks_in_use_after = owner->block_manager().Stats().num_used;
+  run.preemptions = owner->Stats().num_preemptions;
   return run;
 }
 
@@ -294,6 +307,23 @@ TEST_F(BeamSearchEngineTest, PreemptedParkedBeamsGiveTheSameHypotheses) {
   for (size_t i = 0; i < roomy.results.size(); ++i) EXPECT_TRUE(tight.results[i] == roomy.results[i]) << i;
   EXPECT_EQ(tight.blocks_in_use_after, 0);
   ExpectMatchesReference(roomy.results, ReferenceBeamSearch(*ref_, Prompt(), c, max_tokens, Eos()), Name(c));
+}
+
+// A request handed to another scheduler mid-search (its group lost, issue 11's replay) ends with the same
+// hypotheses: its beams, their candidates and the search's finished hypotheses move with it.
+TEST_F(BeamSearchEngineTest, HandedOverMidSearchGivesTheSameHypotheses) {
+  LocalEngine engine = MakeLocalEngine(model_->config, model_->weights, kBlockSize, 128);
+  const Case c{3, 1.0f, EarlyStopping::kNever, 3};
+  const int32_t max_tokens = 9;
+  const EngineRun whole = RunEngine(*engine.executor, 128, Prompt(), c, max_tokens, Eos());
+  for (int handover : {1, 2, 5}) {
+    const EngineRun moved = RunEngine(*engine.executor, 128, Prompt(), c, max_tokens, Eos(), handover);
+    ASSERT_EQ(moved.results.size(), whole.results.size());
+    for (size_t i = 0; i < whole.results.size(); ++i) {
+      EXPECT_TRUE(moved.results[i] == whole.results[i]) << "handover after step " << handover << ", hypothesis " << i;
+    }
+    EXPECT_EQ(moved.blocks_in_use_after, 0);
+  }
 }
 
 TEST_F(BeamSearchEngineTest, Tp2EqualsTp1) {
