@@ -5,32 +5,6 @@
 
 namespace tpserve {
 
-SampleUsage UsageOf(const Sequence& seq) {
-  SampleUsage u;
-  u.num_prompt_tokens = seq.num_prompt_tokens();
-  u.num_output_tokens = seq.num_output_tokens();
-  u.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
-  u.ttft_s = seq.ttft_s();
-  u.tpot_s = seq.tpot_s();
-  u.num_draft_tokens = seq.speculation.num_draft_tokens;
-  u.num_accepted_tokens = seq.speculation.num_accepted_tokens;
-  return u;
-}
-
-SampleUsage UsageOf(const SequenceEvent& event) {
-  SampleUsage u;
-  u.num_prompt_tokens = event.num_prompt_tokens;
-  u.num_output_tokens = event.num_output_tokens;
-  u.num_cached_prompt_tokens = event.num_cached_prompt_tokens;
-  u.ttft_s = event.ttft_s;
-  u.tpot_s = event.tpot_s;
-  u.num_draft_tokens = event.num_draft_tokens;
-  u.num_accepted_tokens = event.num_accepted_tokens;
-  u.beam_score = event.beam_score;
-  u.cumulative_logprob = event.cumulative_logprob;
-  return u;
-}
-
 RequestStream::RequestStream(uint64_t client_request_id, const proto::GenerateRequest& request, uint64_t seed,
                              const Tokenizer* tokenizer)
     : client_request_id_(client_request_id),
@@ -117,9 +91,8 @@ RequestStream::Output RequestStream::OnEvent(const SequenceEvent& event) {
                : event.finish_reason == FinishReason::kCancelled ? proto::FinishReason::kCancelled
                                                                  : proto::FinishReason::kStop;
     }
-    const SampleUsage usage = UsageOf(event);
     if (out.is_stop_string_hit && !event.is_finished) return out;  // caller aborts, then FinishSample
-    for (auto& m : FinishSample(event.sample_index, reason, usage)) out.messages.push_back(std::move(m));
+    for (auto& m : FinishSample(event.sample_index, reason, event.usage)) out.messages.push_back(std::move(m));
     return out;
   }
   if (is_stream_ && (!sample.pending.token_ids.empty() || !sample.pending.text.empty())) {

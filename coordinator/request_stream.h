@@ -23,20 +23,6 @@
 
 namespace tpserve {
 
-struct SampleUsage {
-  int32_t num_prompt_tokens = 0;
-  int32_t num_output_tokens = 0;
-  int32_t num_cached_prompt_tokens = 0;
-  double ttft_s = -1;
-  double tpot_s = -1;
-  int64_t num_draft_tokens = 0;     // speculative proposals verified
-  int64_t num_accepted_tokens = 0;  // of those, kept
-  double beam_score = 0;            // beam search: the hypothesis's score and cumulative logprob
-  double cumulative_logprob = 0;
-};
-SampleUsage UsageOf(const Sequence& seq);
-SampleUsage UsageOf(const SequenceEvent& event);  // as of the event's token
-
 class RequestStream {
  public:
   // `seed`: the request's seed (given, or drawn by the server), reported in every Finish.

@@ -24,6 +24,18 @@ void Erase(std::vector<Sequence*>& queue, const Sequence* seq) {
 
 }  // namespace
 
+SampleUsage UsageOf(const Sequence& seq) {
+  SampleUsage u;
+  u.num_prompt_tokens = seq.num_prompt_tokens();
+  u.num_output_tokens = seq.num_output_tokens();
+  u.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
+  u.ttft_s = seq.ttft_s();
+  u.tpot_s = seq.tpot_s();
+  u.num_draft_tokens = seq.speculation.num_draft_tokens;
+  u.num_accepted_tokens = seq.speculation.num_accepted_tokens;
+  return u;
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size, KvGroups kv_groups)
     : config_(config),
       block_manager_(num_blocks, block_size, config.enable_prefix_caching, std::move(kv_groups)),
@@ -492,13 +504,13 @@ std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_to
     event.seq_id = seq->seq_id;
     event.request_id = seq->request_id;
     event.sample_index = seq->sample_index;
-    event.num_output_tokens = seq->num_output_tokens();
+    event.usage.num_output_tokens = seq->num_output_tokens();
     if (sampled.token_id < 0) {
       reason = FinishReason::kError;
       break;
     }
     seq->output_ids.push_back(sampled.token_id);
-    ++event.num_output_tokens;
+    ++event.usage.num_output_tokens;
     seq->output_logprobs.push_back(sampled.logprob);
     if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
     seq->last_token_time_s = now;
@@ -535,9 +547,9 @@ std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_to
   if (reason != FinishReason::kNone) Finish(seq, reason);
   // Each event's usage counts the tokens up to its own (the server cuts at a stop string there).
   for (SequenceEvent& event : events) {
-    const int32_t num_output = event.num_output_tokens;
-    FillUsage(*seq, event);
-    event.num_output_tokens = num_output;
+    const int32_t num_output = event.usage.num_output_tokens;
+    event.usage = UsageOf(*seq);
+    event.usage.num_output_tokens = num_output;
   }
   if (reason != FinishReason::kNone) {
     events.back().is_finished = true;
@@ -571,16 +583,6 @@ Status Scheduler::CheckPromptLogprobs(const StepPlan& plan, const StepResult& re
   }
   if (scored != result.prompt_logprobs.size()) return InvalidArgument("step result has unasked prompt logprobs");
   return OkStatus();
-}
-
-void Scheduler::FillUsage(const Sequence& seq, SequenceEvent& event) {
-  event.num_prompt_tokens = seq.num_prompt_tokens();
-  event.num_output_tokens = seq.num_output_tokens();
-  event.num_cached_prompt_tokens = seq.num_cached_prompt_tokens;
-  event.ttft_s = seq.ttft_s();
-  event.tpot_s = seq.tpot_s();
-  event.num_draft_tokens = seq.speculation.num_draft_tokens;
-  event.num_accepted_tokens = seq.speculation.num_accepted_tokens;
 }
 
 void Scheduler::Finish(Sequence* seq, FinishReason reason) {

@@ -65,6 +65,25 @@ struct ScheduleRequest {
   BeamConfig beam;
 };
 
+// A sample's usage and timing, as of one of its tokens (its Finish reports them).
+struct SampleUsage {
+  int32_t num_prompt_tokens = 0;
+  int32_t num_output_tokens = 0;
+  int32_t num_cached_prompt_tokens = 0;
+  double ttft_s = -1;
+  double tpot_s = -1;
+  // Speculative decoding over the sample's life.
+  int64_t num_draft_tokens = 0;     // proposals verified
+  int64_t num_accepted_tokens = 0;  // of those, kept as output
+  // Beam search: the events of a request come when the search ends, all the tokens of each
+  // returned hypothesis (sample_index = its rank, best first) in one step, each event with the
+  // hypothesis's length-penalised score and cumulative logprob (0 for other requests).
+  double beam_score = 0;
+  double cumulative_logprob = 0;
+};
+// A sequence's usage now.
+SampleUsage UsageOf(const Sequence& seq);
+
 // What happened to one sequence in a step, for the server to stream.
 struct SequenceEvent {
   uint64_t seq_id = 0;
@@ -82,20 +101,7 @@ struct SequenceEvent {
   bool is_finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   // Usage as of this event's token (a step that keeps several tokens has an event for each).
-  int32_t num_prompt_tokens = 0;
-  int32_t num_output_tokens = 0;
-  int32_t num_cached_prompt_tokens = 0;
-  double ttft_s = -1;
-  double tpot_s = -1;
-  // Speculative decoding over the sample's life, up to this event's step.
-  int64_t num_draft_tokens = 0;     // proposals verified
-  int64_t num_accepted_tokens = 0;  // of those, kept as output
-  // Beam search: the events of a request come when the search ends, all the tokens of each
-  // returned hypothesis (sample_index = its rank, best first) in one step, each event with the
-  // hypothesis's length-penalised score and cumulative logprob.
-  bool has_beam_score = false;
-  double beam_score = 0;
-  double cumulative_logprob = 0;
+  SampleUsage usage;
 };
 
 // One beam search request's state in a Scheduler (handed over with it by ReleaseAll / Adopt).
@@ -215,8 +221,6 @@ class Scheduler {
   std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
                                           const SequenceResult* rows, double now);
   bool StopsAfter(const Sequence& seq, int32_t token) const;
-  // The usage fields of `event` from seq as it is now.
-  static void FillUsage(const Sequence& seq, SequenceEvent& event);
   // seq leads a request whose other samples wait to fork from it.
   bool HasPendingChildren(const Sequence& seq) const;
   // Running sequences plus the samples that will fork from running leaders: the seats taken.

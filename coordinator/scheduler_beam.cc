@@ -171,7 +171,7 @@ std::vector<SequenceEvent> Scheduler::FinishBeams(uint64_t request_id, double no
       event.seq_id = SequenceIdOf(request_id, rank);
       event.request_id = request_id;
       event.sample_index = rank;
-      event.num_prompt_tokens = any.num_prompt_tokens();
+      event.usage.num_prompt_tokens = any.num_prompt_tokens();
       event.is_finished = true;
       event.finish_reason = FinishReason::kStop;
       continue;
@@ -185,15 +185,14 @@ std::vector<SequenceEvent> Scheduler::FinishBeams(uint64_t request_id, double no
       event.sample_index = rank;
       event.token_id = h.output_ids[j];
       event.logprob = h.output_logprobs[j];
-      event.num_prompt_tokens = any.num_prompt_tokens();
-      event.num_output_tokens = j + 1;
-      event.num_cached_prompt_tokens = state.num_cached_prompt_tokens;
-      event.ttft_s = ttft;
+      event.usage.num_prompt_tokens = any.num_prompt_tokens();
+      event.usage.num_output_tokens = j + 1;
+      event.usage.num_cached_prompt_tokens = state.num_cached_prompt_tokens;
+      event.usage.ttft_s = ttft;
       // Per step of the search (its tokens all reach the client at the end).
-      event.tpot_s = state.num_steps > 1 ? (now - state.first_step_time_s) / (state.num_steps - 1) : -1;
-      event.has_beam_score = true;  // on every event: a stop string may end the sample at any of them
-      event.beam_score = h.score;
-      event.cumulative_logprob = h.cumulative_logprob;
+      event.usage.tpot_s = state.num_steps > 1 ? (now - state.first_step_time_s) / (state.num_steps - 1) : -1;
+      event.usage.beam_score = h.score;  // on every event: a stop string may end the sample at any of them
+      event.usage.cumulative_logprob = h.cumulative_logprob;
     }
     events.back().is_finished = true;
     events.back().finish_reason = h.ended ? FinishReason::kStop : FinishReason::kLength;

@@ -625,7 +625,7 @@ void Server::Stream(WorkerGroupLink& group, const std::vector<SequenceEvent>& ev
     if (out.is_stop_string_hit && !event.is_finished) {
       // A later token of the same step may have ended the sequence already (speculation): no-op then.
       (void)group.scheduler().Abort(event.seq_id, FinishReason::kStop);
-      for (auto& m : live.stream->FinishSample(event.sample_index, proto::FinishReason::kStop, UsageOf(event))) {
+      for (auto& m : live.stream->FinishSample(event.sample_index, proto::FinishReason::kStop, event.usage)) {
         out.messages.push_back(std::move(m));
       }
     }

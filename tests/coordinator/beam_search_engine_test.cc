@@ -197,13 +197,13 @@ EngineRun RunEngine(ModelExecutor& executor, int32_t num_blocks, const std::vect
     EXPECT_TRUE(events.ok()) << events.status().ToString();
     if (!events.ok()) break;
     for (const SequenceEvent& e : *events) {
-      EXPECT_TRUE(e.has_beam_score);
+      EXPECT_LT(e.usage.beam_score, 0);
       EXPECT_GE(e.sample_index, 0);
       EXPECT_LT(e.sample_index, c.n);
       if (e.sample_index < 0 || e.sample_index >= c.n) continue;
       Result& r = run.results[e.sample_index];
       r.ids.push_back(e.token_id);
-      r.score = e.beam_score;
+      r.score = e.usage.beam_score;
       if (e.is_finished) {
         r.ended = e.finish_reason == FinishReason::kStop;
         finished.insert(e.sample_index);

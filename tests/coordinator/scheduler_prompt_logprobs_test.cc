@@ -37,7 +37,7 @@ void ExpectPromptLogprobs(Harness& h, uint64_t seq_id, const std::vector<int32_t
     EXPECT_EQ(event.prompt_logprobs[i].logprob, expected[i]) << "seq " << seq_id << " position " << i;
     EXPECT_EQ(event.prompt_logprobs[i].top_logprobs.size(), 2u);
   }
-  EXPECT_EQ(h.outputs()[seq_id].size(), h.finished()[seq_id].num_output_tokens);
+  EXPECT_EQ(h.outputs()[seq_id].size(), h.finished()[seq_id].usage.num_output_tokens);
 }
 
 TEST(SchedulerPromptLogprobsTest, ChunksAskForTheTokenAfterThemAndTheFirstEventCarriesAll) {
@@ -86,7 +86,7 @@ TEST(SchedulerPromptLogprobsTest, ReadsNoCachedPrefixButFillsTheCache) {
   EXPECT_EQ(scored.sequences[0].num_cached, 0);
   EXPECT_EQ(scored.sequences[0].token_ids.size(), 18u);
   h.RunToCompletion();
-  EXPECT_EQ(h.finished()[S(2)].num_cached_prompt_tokens, 0);
+  EXPECT_EQ(h.finished()[S(2)].usage.num_cached_prompt_tokens, 0);
   ExpectPromptLogprobs(h, S(2), prompt);
   const int64_t queried = h.scheduler().Stats().blocks.prefix_query_tokens;
   // A later unscored request hits the cache (filled by both), and counts as a query.
@@ -94,7 +94,7 @@ TEST(SchedulerPromptLogprobsTest, ReadsNoCachedPrefixButFillsTheCache) {
   const StepPlan hit = h.Step();
   EXPECT_EQ(hit.sequences[0].num_cached, 16);
   h.RunToCompletion();
-  EXPECT_EQ(h.finished()[S(3)].num_cached_prompt_tokens, 16);
+  EXPECT_EQ(h.finished()[S(3)].usage.num_cached_prompt_tokens, 16);
   EXPECT_EQ(h.scheduler().Stats().blocks.prefix_query_tokens, queried + 18);
   h.ExpectReferenceOutputs();
   h.ExpectNoLeaks();

@@ -136,9 +136,9 @@ TEST(SchedulerSpeculationTest, VerifiesProposalsAndKeepsTheSoloTokens) {
   // Fewer steps than tokens: some steps kept more than one.
   EXPECT_LT(h.worker().num_steps(), 1 + 40);
   const SequenceEvent& finish = h.finished().at(S(1));
-  EXPECT_EQ(finish.num_draft_tokens, stats.num_draft_tokens);
-  EXPECT_EQ(finish.num_accepted_tokens, stats.num_accepted_tokens);
-  EXPECT_EQ(finish.num_output_tokens, 40);
+  EXPECT_EQ(finish.usage.num_draft_tokens, stats.num_draft_tokens);
+  EXPECT_EQ(finish.usage.num_accepted_tokens, stats.num_accepted_tokens);
+  EXPECT_EQ(finish.usage.num_output_tokens, 40);
 }
 
 TEST(SchedulerSpeculationTest, NeverProposesPastMaxTokens) {
@@ -157,8 +157,8 @@ TEST(SchedulerSpeculationTest, NeverProposesPastMaxTokens) {
   }
   EXPECT_EQ(h.outputs().at(S(1)), std::vector<int32_t>(6, 3));
   EXPECT_EQ(h.finished().at(S(1)).finish_reason, FinishReason::kLength);
-  EXPECT_GT(h.finished().at(S(1)).num_accepted_tokens, 0);
-  EXPECT_EQ(h.finished().at(S(1)).num_accepted_tokens, h.finished().at(S(1)).num_draft_tokens);  // all right
+  EXPECT_GT(h.finished().at(S(1)).usage.num_accepted_tokens, 0);
+  EXPECT_EQ(h.finished().at(S(1)).usage.num_accepted_tokens, h.finished().at(S(1)).usage.num_draft_tokens);  // all right
 }
 
 TEST(SchedulerSpeculationTest, StopTokenInsideTheAcceptedRunEndsThere) {

@@ -40,7 +40,7 @@ TEST(SchedulerTest, DecodesFirstThenChunkedPrefillToTheBudget) {
   for (size_t i = 0; i < table.size(); ++i) h.ExpectStep(table[i], static_cast<int>(i + 1));
   EXPECT_FALSE(h.scheduler().has_unfinished());
   EXPECT_EQ(h.finished()[a].finish_reason, FinishReason::kLength);
-  EXPECT_EQ(h.finished()[b].num_output_tokens, 2);
+  EXPECT_EQ(h.finished()[b].usage.num_output_tokens, 2);
   h.ExpectReferenceOutputs();
   h.ExpectNoLeaks();
 }
@@ -262,8 +262,8 @@ TEST(SchedulerTest, PrefixCacheHitsSkipSharedBlocks) {
   EXPECT_EQ(third.sequences[0].num_cached, 16);
   EXPECT_EQ(third.sequences[0].token_ids, (std::vector<int32_t>{7, 8, 9, 10, 11}));
   h.RunToCompletion();
-  EXPECT_EQ(h.finished()[S(3)].num_cached_prompt_tokens, 16);
-  EXPECT_EQ(h.finished()[S(1)].num_cached_prompt_tokens, 0);
+  EXPECT_EQ(h.finished()[S(3)].usage.num_cached_prompt_tokens, 16);
+  EXPECT_EQ(h.finished()[S(1)].usage.num_cached_prompt_tokens, 0);
   const BlockStats stats = h.scheduler().Stats().blocks;
   EXPECT_EQ(stats.prefix_hit_tokens, 16);
   EXPECT_EQ(stats.prefix_query_tokens, 19 + 18 + 21);
@@ -433,10 +433,10 @@ TEST(SchedulerTest, StopConditions) {
   EXPECT_EQ(h.outputs()[S(4)], (std::vector<int32_t>{100, 7}));
   // Usage and timing: one step per token at 1 s per step.
   const SequenceEvent& e = h.finished()[S(2)];
-  EXPECT_EQ(e.num_prompt_tokens, 4);
-  EXPECT_EQ(e.num_output_tokens, 5);
-  EXPECT_DOUBLE_EQ(e.ttft_s, 1.0);
-  EXPECT_DOUBLE_EQ(e.tpot_s, 1.0);
+  EXPECT_EQ(e.usage.num_prompt_tokens, 4);
+  EXPECT_EQ(e.usage.num_output_tokens, 5);
+  EXPECT_DOUBLE_EQ(e.usage.ttft_s, 1.0);
+  EXPECT_DOUBLE_EQ(e.usage.tpot_s, 1.0);
   h.ExpectNoLeaks();
 }
 
