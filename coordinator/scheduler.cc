@@ -371,7 +371,7 @@ std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const 
   const int32_t k = std::min({seq.speculation.k, max_drafts, seq.stopping.max_tokens - seq.num_output_tokens() - 1,
                               config_.max_model_len - seq.num_tokens() - 1});
   if (k <= 0) return {};
-  std::vector<int32_t> proposed = ProposeNgram(seq.AllTokens(), seq.speculation.is_paused() ? 1 : k,
+  std::vector<int32_t> proposed = ProposeNgram(seq.prompt_ids, seq.output_ids, seq.speculation.is_paused() ? 1 : k,
                                                seq.speculative.min_ngram, seq.speculative.max_ngram);
   if (!seq.speculation.is_paused()) return proposed;
   seq.speculation.shadow = proposed.empty() ? -1 : proposed[0];

@@ -27,23 +27,27 @@ Status ValidateSpeculativeConfig(const SpeculativeConfig& config) {
   return OkStatus();
 }
 
-std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram,
-                                  int32_t max_ngram) {
-  const int64_t size = static_cast<int64_t>(tokens.size());
+std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& prompt, const std::vector<int32_t>& output, int32_t k,
+                                  int32_t min_ngram, int32_t max_ngram) {
+  const int64_t num_prompt = static_cast<int64_t>(prompt.size());
+  const int64_t size = num_prompt + static_cast<int64_t>(output.size());
+  auto at = [&](int64_t i) { return i < num_prompt ? prompt[i] : output[i - num_prompt]; };
   if (k <= 0) return {};
   for (int64_t n = std::min<int64_t>(max_ngram, size - 1); n >= min_ngram; --n) {
-    const int32_t* suffix = tokens.data() + size - n;
+    const int64_t suffix = size - n;
     int64_t best = -1;  // the earliest occurrence seen: the one with the most tokens after it
     // Latest start first; a match needs a token after it: i + n <= size - 1.
     for (int64_t i = size - n - 1; i >= 0; --i) {
-      if (tokens[i] != suffix[0] || !std::equal(suffix, suffix + n, tokens.data() + i)) continue;
+      int64_t j = 0;
+      while (j < n && at(i + j) == at(suffix + j)) ++j;
+      if (j < n) continue;
       best = i;
       if (size - (i + n) >= k) break;
     }
     if (best < 0) continue;
-    const int64_t begin = best + n;
-    const int64_t end = std::min<int64_t>(begin + k, size);
-    return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
+    std::vector<int32_t> proposed;
+    for (int64_t i = best + n; i < std::min<int64_t>(best + n + k, size); ++i) proposed.push_back(at(i));
+    return proposed;
   }
   return {};
 }

@@ -45,12 +45,12 @@ std::string SpeculativeConfigName(const SpeculativeConfig& config);
 // OK, or INVALID_ARGUMENT when k or the n-gram bounds are out of range for an enabled config.
 Status ValidateSpeculativeConfig(const SpeculativeConfig& config);
 
-// Prompt lookup over `tokens` (prompt ++ output): for n = max_ngram down to min_ngram, the earlier
-// occurrences of the last n tokens that some token follows; of those the latest followed by at least
-// k tokens, or else the earliest (followed by the most). Returns up to k of the tokens after it.
+// Prompt lookup over prompt ++ output (read in place, not copied): for n = max_ngram down to min_ngram,
+// the earlier occurrences of the last n tokens that some token follows; of those the latest followed by
+// at least k tokens, or else the earliest (followed by the most). Returns up to k of the tokens after it.
 // Empty when no suffix of those lengths recurs.
-std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram,
-                                  int32_t max_ngram);
+std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& prompt, const std::vector<int32_t>& output, int32_t k,
+                                  int32_t min_ngram, int32_t max_ngram);
 
 // What a request asked for (the wire's choice) over the server's default: serverDefault takes the
 // default, off is off, ngram takes k = num_tokens (0: 4). REQUIRES: num_tokens <= kMaxSpeculativeTokens.

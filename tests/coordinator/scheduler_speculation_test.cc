@@ -27,22 +27,33 @@ SpeculativeConfig Ngram(int32_t k) {
   return c;
 }
 
+// ProposeNgram over tokens split into prompt and output at every point: all splits must agree.
+std::vector<int32_t> Propose(const std::vector<int32_t>& tokens, int32_t k, int32_t min_ngram, int32_t max_ngram) {
+  const std::vector<int32_t> whole = ProposeNgram(tokens, {}, k, min_ngram, max_ngram);
+  for (size_t split = 0; split < tokens.size(); ++split) {
+    const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + split);
+    const std::vector<int32_t> output(tokens.begin() + split, tokens.end());
+    EXPECT_EQ(ProposeNgram(prompt, output, k, min_ngram, max_ngram), whole) << "split at " << split;
+  }
+  return whole;
+}
+
 TEST(ProposeNgramTest, LongestSuffixLatestOccurrence) {
   // Suffix [7 8 9] occurs at 1 (followed by 4 5) and [8 9] later at 6 (followed by 1): longest wins.
   const std::vector<int32_t> tokens = {3, 7, 8, 9, 4, 5, 8, 9, 1, 7, 8, 9};
-  EXPECT_EQ(ProposeNgram(tokens, 2, 1, 4), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(Propose(tokens, 2, 1, 4), (std::vector<int32_t>{4, 5}));
   // With n <= 2 the latest occurrence of [8 9] is at 6.
-  EXPECT_EQ(ProposeNgram(tokens, 3, 1, 2), (std::vector<int32_t>{1, 7, 8}));
+  EXPECT_EQ(Propose(tokens, 3, 1, 2), (std::vector<int32_t>{1, 7, 8}));
   // The latest occurrence with k tokens after it, else the earliest.
   const std::vector<int32_t> twice = {1, 2, 9, 1, 2, 8, 1, 2};
-  EXPECT_EQ(ProposeNgram(twice, 2, 1, 4), (std::vector<int32_t>{8, 1}));
-  EXPECT_EQ(ProposeNgram(twice, 4, 1, 4), (std::vector<int32_t>{9, 1, 2, 8}));
+  EXPECT_EQ(Propose(twice, 2, 1, 4), (std::vector<int32_t>{8, 1}));
+  EXPECT_EQ(Propose(twice, 4, 1, 4), (std::vector<int32_t>{9, 1, 2, 8}));
   // The proposal stops where the tokens end.
-  EXPECT_EQ(ProposeNgram({5, 6, 5}, 4, 1, 4), (std::vector<int32_t>{6, 5}));
-  EXPECT_TRUE(ProposeNgram({1, 2, 3, 4}, 4, 1, 4).empty());
-  EXPECT_TRUE(ProposeNgram({1, 2, 1}, 0, 1, 4).empty());
-  EXPECT_TRUE(ProposeNgram({1, 2, 1}, 3, 2, 4).empty());  // only a 1-gram recurs
-  EXPECT_TRUE(ProposeNgram({}, 3, 1, 4).empty());
+  EXPECT_EQ(Propose({5, 6, 5}, 4, 1, 4), (std::vector<int32_t>{6, 5}));
+  EXPECT_TRUE(Propose({1, 2, 3, 4}, 4, 1, 4).empty());
+  EXPECT_TRUE(Propose({1, 2, 1}, 0, 1, 4).empty());
+  EXPECT_TRUE(Propose({1, 2, 1}, 3, 2, 4).empty());  // only a 1-gram recurs
+  EXPECT_TRUE(Propose({}, 3, 1, 4).empty());
 }
 
 TEST(SpeculativeConfigTest, ParsesAndRefuses) {
