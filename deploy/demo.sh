@@ -4,7 +4,8 @@
 #   2. waits for the worker group to register (tpserve health);
 #   3. streams a chat answer (tpserve generate --chat);
 #   4. sends 8 completions at once on one connection (tpserve batch) and prints throughput;
-#   5. prints the coordinator's stats, then SIGTERM: the coordinator drains, shuts the group
+#   5. a beam search of width 4 on the chat question, its 2 best hypotheses with their scores;
+#   6. prints the coordinator's stats, then SIGTERM: the coordinator drains, shuts the group
 #      down, everything exits 0 and no process is left behind.
 # Env: BUILD (build dir, default build), MODEL, PORT / WORKER_PORT (default: random free-ish),
 #      TP (default 2), MAX_TOKENS (default 48).
@@ -68,6 +69,15 @@ echo "== 8 concurrent completions (greedy, $MAX_TOKENS tokens max each)"
   --prompt "Describe a cat in one sentence." \
   --prompt "Why is the sky blue?" \
   --prompt "Suggest a name for a friendly robot."
+
+echo
+echo "== beam search (width 4, the 2 best): What is the capital of France?"
+"$TPSERVE" generate --server "$SERVER" --chat "What is the capital of France?" --max-tokens 24 \
+  --beam-width 4 --n 2 --json 2>/dev/null |
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    s = json.loads(line)
+    print("  %d: score %.3f (%s) %r" % (s["sample"], s["beam"]["score"], s["finish_reason"], s["text"]))'
 
 echo
 echo "== coordinator stats"
