@@ -248,12 +248,10 @@ StepPlan Scheduler::Schedule() {
     std::vector<int32_t> proposed = Drafts(*seq, budget - wanted);
     int32_t n = 0;
     while ((n = std::min(wanted, block_manager_.MaxAppendableTokens(*seq))) == 0) {
-      Sequence* victim = nullptr;
-      for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-        if (!is_scheduled.count(*it)) {
-          victim = *it;
-          break;
-        }
+      // A parked beam first (it has nothing to run until its siblings have), else the latest not scheduled.
+      Sequence* victim = LastParkedBeam();
+      for (auto it = running_.rbegin(); victim == nullptr && it != running_.rend(); ++it) {
+        if (!is_scheduled.count(*it)) victim = *it;
       }
       CHECK(victim != nullptr);
       Preempt(victim);
