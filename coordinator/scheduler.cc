@@ -172,6 +172,15 @@ Status Scheduler::Add(ScheduleRequest request) {
   return OkStatus();
 }
 
+std::vector<Sequence*> Scheduler::LiveSamples(uint64_t request_id) const {
+  std::vector<Sequence*> samples;
+  const uint64_t first = SequenceIdOf(request_id, 0);
+  for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
+    samples.push_back(it->second.get());
+  }
+  return samples;
+}
+
 bool Scheduler::HasPendingChildren(const Sequence& seq) const {
   auto it = pending_forks_.find(seq.request_id);
   if (it == pending_forks_.end()) return false;
@@ -181,9 +190,7 @@ bool Scheduler::HasPendingChildren(const Sequence& seq) const {
 int32_t Scheduler::NumRunningOrForking() const {
   int32_t n = num_running();
   for (const auto& [request_id, children] : pending_forks_) {
-    const uint64_t first = SequenceIdOf(request_id, 0);
-    for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
-      const Sequence* seq = it->second.get();
+    for (const Sequence* seq : LiveSamples(request_id)) {
       if (seq->status == SequenceStatus::kRunning && HasPendingChildren(*seq)) {
         n += static_cast<int32_t>(children.size());
         break;
@@ -624,11 +631,8 @@ Status Scheduler::Abort(uint64_t seq_id, FinishReason reason) {
 
 Status Scheduler::AbortRequest(uint64_t request_id, FinishReason reason) {
   if (request_id > kMaxRequestId) return NotFound("no live request " + std::to_string(request_id));
-  const uint64_t first = SequenceIdOf(request_id, 0);
   std::vector<uint64_t> ids;
-  for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
-    ids.push_back(it->first);
-  }
+  for (const Sequence* seq : LiveSamples(request_id)) ids.push_back(seq->seq_id);
   if (ids.empty()) return NotFound("no live request " + std::to_string(request_id));
   // Last sample first, so no leader hands its prompt to a sample about to go too.
   for (auto it = ids.rbegin(); it != ids.rend(); ++it) RETURN_IF_ERROR(Abort(*it, reason));

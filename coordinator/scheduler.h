@@ -221,6 +221,8 @@ class Scheduler {
   std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
                                           const SequenceResult* rows, double now);
   bool StopsAfter(const Sequence& seq, int32_t token) const;
+  // The request's live sequences, by sample index (slot).
+  std::vector<Sequence*> LiveSamples(uint64_t request_id) const;
   // seq leads a request whose other samples wait to fork from it.
   bool HasPendingChildren(const Sequence& seq) const;
   // Running sequences plus the samples that will fork from running leaders: the seats taken.
@@ -239,8 +241,6 @@ class Scheduler {
   // and dropping beams), and when the search ends, the events of its best hypotheses.
   std::vector<SequenceEvent> StepBeams(uint64_t request_id, double now);
   std::vector<SequenceEvent> FinishBeams(uint64_t request_id, double now);
-  // The request's live sequences, by sample index (slot).
-  std::vector<Sequence*> LiveSamples(uint64_t request_id) const;
   // The running beam parked last in scheduling order (preempted to admit others), or nullptr.
   Sequence* LastParkedBeam() const;
   // Ends a sequence without an event (a pruned beam, or one of a finished search).

@@ -43,15 +43,6 @@ int32_t Scheduler::SeatsOnAdmission(const Sequence& seq) const {
   return 1;
 }
 
-std::vector<Sequence*> Scheduler::LiveSamples(uint64_t request_id) const {
-  std::vector<Sequence*> samples;
-  const uint64_t first = SequenceIdOf(request_id, 0);
-  for (auto it = live_.lower_bound(first); it != live_.end() && it->first < first + kMaxSamplesPerRequest; ++it) {
-    samples.push_back(it->second.get());
-  }
-  return samples;
-}
-
 Sequence* Scheduler::LastParkedBeam() const {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     if ((*it)->beam_parked) return *it;
