@@ -7,30 +7,15 @@
 namespace tpserve::cuda {
 namespace {
 
-// Value d of a cached row, converted as the CPU's dequantize_kv_row converts it: exactly (f16, bf16), or
-// as one IEEE product d · q (q8_0, d its block's f16 scale).
+// Value d of a cached row, converted as the CPU's dequantize_kv_row converts it: exactly (f32, f16, bf16:
+// DequantizeElement), or as one IEEE product d · q (q8_0, d its block's f16 scale), reading only the
+// value's scale and byte rather than decoding its whole block.
 __device__ __forceinline__ float KvValue(DType type, const uint8_t* row, int64_t d) {
-  switch (type) {
-    case DType::kF16: return HalfBitsToFloat(reinterpret_cast<const uint16_t*>(row)[d]);
-    case DType::kBF16: return Bf16BitsToFloat(reinterpret_cast<const uint16_t*>(row)[d]);
-    case DType::kQ8_0: {
-      const uint8_t* block = row + (d / kQuantBlock) * sizeof(BlockQ8_0);
-      const float scale = LoadHalf(block + offsetof(BlockQ8_0, d));
-      const auto q = static_cast<int8_t>(block[offsetof(BlockQ8_0, qs) + d % kQuantBlock]);
-      return __fmul_rn(scale, static_cast<float>(q));
-    }
-    default: return reinterpret_cast<const float*>(row)[d];
-  }
-}
-
-// Bytes of a cached row of D values.
-__device__ __forceinline__ int64_t KvRowBytes(DType type, int64_t D) {
-  switch (type) {
-    case DType::kF16:
-    case DType::kBF16: return 2 * D;
-    case DType::kQ8_0: return D / kQuantBlock * static_cast<int64_t>(sizeof(BlockQ8_0));
-    default: return 4 * D;
-  }
+  if (type != DType::kQ8_0) return DequantizeElement(type, row, d);
+  const uint8_t* block = row + (d / kQuantBlock) * sizeof(BlockQ8_0);
+  const float scale = LoadHalf(block + offsetof(BlockQ8_0, d));
+  const auto q = static_cast<int8_t>(block[offsetof(BlockQ8_0, qs) + d % kQuantBlock]);
+  return __fmul_rn(scale, static_cast<float>(q));
 }
 
 constexpr int kThreads = 128;     // keys per tile, and threads per (token, head)
@@ -40,7 +25,8 @@ constexpr int kMaxDimPerThread = 2;  // head_dim <= kThreads * kMaxDimPerThread
 // first key of the token's window (0 without one).
 // Thread j of a tile scores key j; then each thread owns output dims d = tid, tid + kThreads and
 // folds the tile's values in key order. Every (token, head) runs the same sequence whatever the batch.
-__global__ void PagedAttentionKernel(PagedAttentionArgs a) {
+// row_bytes: one cached row of D values of a.kv_dtype (DTypeRowBytes).
+__global__ void PagedAttentionKernel(PagedAttentionArgs a, int64_t row_bytes) {
   extern __shared__ float shared[];
   float* q = shared;                  // [D]
   float* probs = shared + a.head_dim;  // [kThreads]
@@ -55,7 +41,6 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) q[d] = a.q[(t * a.num_heads + h) * D + d];
   __syncthreads();
 
-  const int64_t row_bytes = KvRowBytes(a.kv_dtype, D);
   const auto* k_cache = static_cast<const uint8_t*>(a.k_cache);
   const auto* v_cache = static_cast<const uint8_t*>(a.v_cache);
   auto offset = [&](int64_t j) { return ((table[j / bs] * bs + j % bs) * a.num_kv_heads + kvh) * row_bytes; };
@@ -102,7 +87,8 @@ void PagedAttention(const PagedAttentionArgs& args, cudaStream_t stream) {
   const int64_t blocks = args.num_tokens * args.num_heads;
   if (blocks == 0) return;
   const size_t shared_bytes = (args.head_dim + kThreads) * sizeof(float);
-  PagedAttentionKernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, stream>>>(args);
+  PagedAttentionKernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, stream>>>(
+      args, DTypeRowBytes(args.kv_dtype, args.head_dim));
   CUDA_CHECK_LAUNCH();
 }
 
