@@ -241,6 +241,8 @@ class Scheduler {
   // and dropping beams), and when the search ends, the events of its best hypotheses.
   std::vector<SequenceEvent> StepBeams(uint64_t request_id, double now);
   std::vector<SequenceEvent> FinishBeams(uint64_t request_id, double now);
+  // Ends every beam of the request without a result: one error event (the worker gave no candidates).
+  std::vector<SequenceEvent> FailBeams(uint64_t request_id);
   // The running beam parked last in scheduling order (preempted to admit others), or nullptr.
   Sequence* LastParkedBeam() const;
   // Ends a sequence without an event (a pruned beam, or one of a finished search).

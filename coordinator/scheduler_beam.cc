@@ -80,19 +80,20 @@ Sequence* Scheduler::ForkBeam(const Sequence& parent) {
 std::vector<SequenceEvent> Scheduler::ParkBeam(Sequence* seq, int32_t num_tokens, const SequenceResult& sampled) {
   seq->num_computed += num_tokens;
   block_manager_.MarkComputed(*seq);
-  if (sampled.token_id >= 0 && !sampled.top_logprobs.empty()) {
-    seq->beam_candidates = sampled.top_logprobs;
-    seq->beam_parked = true;
-    return {};
-  }
-  // The worker returned nothing usable: the request fails (the server fails all its samples).
-  SequenceEvent event;
-  event.seq_id = SequenceIdOf(seq->request_id, 0);
-  event.request_id = seq->request_id;
+  if (sampled.token_id < 0 || sampled.top_logprobs.empty()) return FailBeams(seq->request_id);
+  seq->beam_candidates = sampled.top_logprobs;
+  seq->beam_parked = true;
+  return {};
+}
+
+std::vector<SequenceEvent> Scheduler::FailBeams(uint64_t request_id) {
+  SequenceEvent event;  // the server fails all the request's samples
+  event.seq_id = SequenceIdOf(request_id, 0);
+  event.request_id = request_id;
   event.is_finished = true;
   event.finish_reason = FinishReason::kError;
-  for (Sequence* beam : LiveSamples(seq->request_id)) Drop(beam);
-  beams_.erase(seq->request_id);
+  for (Sequence* beam : LiveSamples(request_id)) Drop(beam);
+  beams_.erase(request_id);
   return {event};
 }
 
@@ -115,10 +116,7 @@ std::vector<SequenceEvent> Scheduler::StepBeams(uint64_t request_id, double now)
   const Sequence& any = *live[0];
   StatusOr<std::vector<BeamSearch::Continuation>> next =
       state.search.Step(beams, [&](int32_t token) { return StopsAfter(any, token); });
-  if (!next.ok()) {
-    SequenceResult none;
-    return ParkBeam(live[0], 0, none);
-  }
+  if (!next.ok()) return FailBeams(request_id);
   if (state.search.done()) return FinishBeams(request_id, now);
 
   // Beams nothing continues go first (their blocks and slots free), then the forks, each from its
@@ -154,15 +152,19 @@ std::vector<SequenceEvent> Scheduler::FinishBeams(uint64_t request_id, double no
   const Sequence& any = *live[0];
   const double ttft = state.first_step_time_s - any.arrival_time_s;
   std::vector<SequenceEvent> events;
+  auto add_event = [&](int32_t rank) -> SequenceEvent& {
+    SequenceEvent& event = events.emplace_back();
+    event.seq_id = SequenceIdOf(request_id, rank);
+    event.request_id = request_id;
+    event.sample_index = rank;
+    event.usage.num_prompt_tokens = any.num_prompt_tokens();
+    return event;
+  };
   const std::vector<BeamHypothesis> best = state.search.Best(state.num_results);
   for (int32_t rank = 0; rank < state.num_results; ++rank) {
     if (rank >= static_cast<int32_t>(best.size())) {
       // Fewer hypotheses than asked for (every candidate ended the sequence): an empty sample.
-      SequenceEvent& event = events.emplace_back();
-      event.seq_id = SequenceIdOf(request_id, rank);
-      event.request_id = request_id;
-      event.sample_index = rank;
-      event.usage.num_prompt_tokens = any.num_prompt_tokens();
+      SequenceEvent& event = add_event(rank);
       event.is_finished = true;
       event.finish_reason = FinishReason::kStop;
       continue;
@@ -170,13 +172,9 @@ std::vector<SequenceEvent> Scheduler::FinishBeams(uint64_t request_id, double no
     const BeamHypothesis& h = best[rank];
     const int32_t length = static_cast<int32_t>(h.output_ids.size());
     for (int32_t j = 0; j < length; ++j) {
-      SequenceEvent& event = events.emplace_back();
-      event.seq_id = SequenceIdOf(request_id, rank);
-      event.request_id = request_id;
-      event.sample_index = rank;
+      SequenceEvent& event = add_event(rank);
       event.token_id = h.output_ids[j];
       event.logprob = h.output_logprobs[j];
-      event.usage.num_prompt_tokens = any.num_prompt_tokens();
       event.usage.num_output_tokens = j + 1;
       event.usage.num_cached_prompt_tokens = state.num_cached_prompt_tokens;
       event.usage.ttft_s = ttft;
