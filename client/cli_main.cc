@@ -100,7 +100,7 @@ void AddRequestFlags(CLI::App* command, CliFlags& f) {
         if (!parsed.ok()) throw CLI::ValidationError("--speculative", parsed.status().message());
         r.speculative = *parsed;
       },
-      "speculative decoding: off or ngram:K (default: the server's); the tokens are the same either way");
+      "speculative decoding: off, ngram:K or draft:K (default: the server's); the tokens are the same either way");
   command->add_option("--beam-width", r.beam.width, "beam search with this many hypotheses (returns --n of them)")
       ->check(CLI::Range(0, kMaxBeamWidth));
   command->add_option("--length-penalty", r.beam.length_penalty, "beam search: score = logprob / length^penalty")

@@ -143,16 +143,18 @@ class ServeFlagParser {
 
  private:
   ServeFlags& flags_;
-  PassThrough worker_[7] = {{"--threads", "kernel threads per rank", ""},
+  PassThrough worker_[8] = {{"--threads", "kernel threads per rank", ""},
                             {"--kv-memory-mb", "KV cache memory per rank in MiB", ""},
                             {"--block-size", "KV block size in tokens", ""},
                             {"--poll", "kernel threads poll this many microseconds before sleeping", ""},
                             {"--device", "cpu or cuda", ""},
                             {"--sliding-kv", "free (default): sliding-window layers give back KV pages past the "
                              "window; keep", ""},
-                            {"--kv-dtype", "KV cache element type: f32, f16, bf16 or q8_0", ""}};
+                            {"--kv-dtype", "KV cache element type: f32, f16, bf16 or q8_0", ""},
+                            {"--draft-model", "a small model of the same vocabulary for speculative draft "
+                             "(loaded on every rank)", ""}};
   PassThrough coordinator_[9] = {{"--max-num-seqs", "sequences running at once", ""},
-                                 {"--speculative", "speculative decoding by default: off or ngram:K (same tokens)", ""},
+                                 {"--speculative", "speculative decoding by default: off, ngram:K or draft:K (same tokens)", ""},
                                  {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},

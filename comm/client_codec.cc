@@ -19,17 +19,18 @@ StatusOr<SpeculativeRequest> ParseSpeculativeRequest(std::string_view text) {
     out.method = SpeculativeChoice::kOff;
     return out;
   }
-  if (method != "ngram") {
-    return InvalidArgument("speculative '" + std::string(text) + "' is not supported; use off, ngram or ngram:K");
+  if (method != "ngram" && method != "draft") {
+    return InvalidArgument("speculative '" + std::string(text) +
+                           "' is not supported; use off, ngram, ngram:K, draft or draft:K");
   }
-  out.method = SpeculativeChoice::kNgram;
+  out.method = method == "ngram" ? SpeculativeChoice::kNgram : SpeculativeChoice::kDraft;
   if (method.size() == text.size()) return out;
   const std::string_view k = text.substr(method.size() + 1);
   uint32_t value = 0;
   const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), value);
   if (error != std::errc() || end != k.data() + k.size() || value < 1 || value > kMaxSpeculativeTokens) {
     return InvalidArgument("speculative '" + std::string(text) + "': K must be a number in [1, " +
-                           std::to_string(kMaxSpeculativeTokens) + "], as in ngram:4");
+                           std::to_string(kMaxSpeculativeTokens) + "], as in " + std::string(method) + ":4");
   }
   out.num_tokens = value;
   return out;
@@ -103,9 +104,12 @@ void EncodeGenerate(const GenerateRequest& g, client_wire::GenerateRequest::Buil
   if (!g.user.empty()) out.setUser(TextOf(g.user));
   if (g.speculative.method != SpeculativeChoice::kServerDefault || g.speculative.num_tokens != 0) {
     auto spec = out.initSpeculative();
-    spec.setMethod(g.speculative.method == SpeculativeChoice::kOff     ? client_wire::SpeculativeMethod::OFF
-                   : g.speculative.method == SpeculativeChoice::kNgram ? client_wire::SpeculativeMethod::NGRAM
-                                                                       : client_wire::SpeculativeMethod::SERVER_DEFAULT);
+    switch (g.speculative.method) {
+      case SpeculativeChoice::kServerDefault: spec.setMethod(client_wire::SpeculativeMethod::SERVER_DEFAULT); break;
+      case SpeculativeChoice::kOff: spec.setMethod(client_wire::SpeculativeMethod::OFF); break;
+      case SpeculativeChoice::kNgram: spec.setMethod(client_wire::SpeculativeMethod::NGRAM); break;
+      case SpeculativeChoice::kDraft: spec.setMethod(client_wire::SpeculativeMethod::DRAFT); break;
+    }
     spec.setNumTokens(g.speculative.num_tokens);
   }
   if (g.beam.enabled()) {
@@ -218,6 +222,7 @@ StatusOr<GenerateRequest> DecodeGenerate(client_wire::GenerateRequest::Reader in
       case client_wire::SpeculativeMethod::SERVER_DEFAULT: g.speculative.method = SpeculativeChoice::kServerDefault; break;
       case client_wire::SpeculativeMethod::OFF: g.speculative.method = SpeculativeChoice::kOff; break;
       case client_wire::SpeculativeMethod::NGRAM: g.speculative.method = SpeculativeChoice::kNgram; break;
+      case client_wire::SpeculativeMethod::DRAFT: g.speculative.method = SpeculativeChoice::kDraft; break;
       default: return InvalidArgument("unknown speculative method " + std::to_string(static_cast<int>(spec.getMethod())));
     }
     g.speculative.num_tokens = spec.getNumTokens();

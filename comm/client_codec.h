@@ -61,14 +61,15 @@ struct ChatMessage {
 
 enum class PromptKind { kText = 0, kTokenIds, kChat };
 
-enum class SpeculativeChoice { kServerDefault = 0, kOff, kNgram };
+enum class SpeculativeChoice { kServerDefault = 0, kOff, kNgram, kDraft };
 
 struct SpeculativeRequest {
   SpeculativeChoice method = SpeculativeChoice::kServerDefault;
   uint32_t num_tokens = 0;  // k; 0: the method's default
 };
 inline constexpr uint32_t kMaxSpeculativeTokens = 16;
-// "off", "ngram" or "ngram:K" (K in [1, kMaxSpeculativeTokens]); INVALID_ARGUMENT naming the forms otherwise.
+// "off", "ngram", "ngram:K", "draft" or "draft:K" (K in [1, kMaxSpeculativeTokens]); INVALID_ARGUMENT naming
+// the forms otherwise.
 StatusOr<SpeculativeRequest> ParseSpeculativeRequest(std::string_view text);
 
 struct GenerateRequest {

@@ -85,6 +85,19 @@ Status ValidateStepPlan(const StepPlan& plan) {
     if (seq.num_draft_tokens > 0 && (!seq.needs_token || seq.prompt_logprobs)) {
       return Invalid(where, "draft tokens without needs_token, or with prompt_logprobs");
     }
+    if (!AllNonNegative(seq.draft_catch_up)) return Invalid(where, "negative draft catch-up token id");
+    if (static_cast<int64_t>(seq.draft_catch_up.size()) > seq.num_cached) {
+      return Invalid(where, "draft catch-up reaches before position 0");
+    }
+    if (seq.num_proposals < 0 || seq.num_proposals > kMaxProposalsPerSequence) {
+      return Invalid(where, "num_proposals outside [0, " + std::to_string(kMaxProposalsPerSequence) + "]");
+    }
+    if (!seq.draft_model && (seq.num_proposals > 0 || !seq.draft_catch_up.empty())) {
+      return Invalid(where, "draft catch-up or proposals without draft_model");
+    }
+    if (seq.num_proposals > 0 && (!seq.needs_token || seq.prompt_logprobs || seq.num_draft_tokens > 0)) {
+      return Invalid(where, "proposals without needs_token, or with prompt_logprobs or draft tokens");
+    }
   }
   for (const auto& [src, dst] : plan.block_copies) {
     if (src < 0 || dst < 0) return Invalid("block_copies", "negative block id");
@@ -111,6 +124,15 @@ Status ValidateStepResult(const StepResult& result) {
     if (seq.token_id < -1) return InvalidArgument(where + "token id < -1");
     if (std::isnan(seq.logprob)) return InvalidArgument(where + "logprob is NaN");
     RETURN_IF_ERROR(ValidateTopLogprobs(seq.top_logprobs, where));
+  }
+  if (result.proposals.size() > static_cast<size_t>(kMaxSequencesPerStep)) {
+    return InvalidArgument("step result: too many proposals");
+  }
+  for (const DraftProposal& proposal : result.proposals) {
+    if (!AllNonNegative(proposal.token_ids) || proposal.token_ids.size() > size_t{kMaxProposalsPerSequence}) {
+      return InvalidArgument("step result: proposals of seq " + std::to_string(proposal.seq_id) +
+                             ": a negative id, or too many");
+    }
   }
   return OkStatus();
 }

@@ -29,6 +29,7 @@ struct DecodeLimits {
 // Largest counts a plan may carry (each far above anything a real step needs).
 inline constexpr int32_t kMaxSequencesPerStep = 1 << 16;
 inline constexpr int32_t kMaxTopLogprobs = 1024;
+inline constexpr int32_t kMaxProposalsPerSequence = 64;
 
 std::string EncodeStepPlan(const StepPlan& plan);
 StatusOr<StepPlan> DecodeStepPlan(std::string_view bytes, const DecodeLimits& limits = {});

@@ -57,6 +57,17 @@ struct SequencePlan {
   // The coordinator keeps the longest prefix of drafts equal to the sampled tokens.
   // REQUIRES: num_draft_tokens < token_ids.size(); > 0 only with needs_token and without prompt_logprobs.
   int32_t num_draft_tokens = 0;
+  // Draft-model speculation (worker/drafting_executor.h). With draft_model, the group's draft model
+  // first reads draft_catch_up (the tokens at positions [num_cached - n_c, num_cached) whose K/V it
+  // has not computed, n_c = draft_catch_up.size()) and token_ids, into its own KV pages (the same page
+  // ids as the target's first full-attention group). With num_proposals > 0 it then proposes that many
+  // tokens, each drawn as the target would draw it there (the same sampling, sample_index + j and
+  // penalties over the proposals before it), and the step verifies them as num_draft_tokens.
+  // REQUIRES: n_c <= num_cached; num_proposals > 0 only with draft_model and needs_token, without
+  // prompt_logprobs or num_draft_tokens of the plan's own; catch-up and proposals only with draft_model.
+  bool draft_model = false;
+  std::vector<int32_t> draft_catch_up;
+  int32_t num_proposals = 0;
 
   // The number of positions prompt_logprobs scores in this chunk.
   int32_t num_prompt_logprobs() const {
@@ -98,13 +109,21 @@ struct PromptLogprobsResult {
   std::vector<PromptTokenLogprob> positions;  // [SequencePlan::num_prompt_logprobs()], in position order
 };
 
+// A draft model's proposals for one sequence (SequencePlan::num_proposals), in order.
+struct DraftProposal {
+  uint64_t seq_id = 0;
+  std::vector<int32_t> token_ids;  // [num_proposals]
+};
+
 struct StepResult {
   uint64_t step_id = 0;
-  // 1 + num_draft_tokens per SequencePlan with needs_token (its rows in position order), in plan order.
+  // 1 + num_draft_tokens (or num_proposals) per SequencePlan with needs_token (its rows in position
+  // order), in plan order.
   std::vector<SequenceResult> sequences;
   double compute_ms = 0;
   double allreduce_ms = 0;
   std::vector<PromptLogprobsResult> prompt_logprobs;  // one per SequencePlan with prompt_logprobs, in plan order
+  std::vector<DraftProposal> proposals;               // one per SequencePlan with num_proposals > 0, in plan order
 };
 
 }  // namespace tpserve

@@ -63,6 +63,11 @@ void FillStepPlan(const StepPlan& plan, wire::StepPlan::Builder out) {
     s.setPromptLogprobs(seq.prompt_logprobs);
     s.setNextPromptToken(seq.next_prompt_token);
     s.setNumDraftTokens(seq.num_draft_tokens);
+    s.setDraftModel(seq.draft_model);
+    if (!seq.draft_catch_up.empty()) {
+      FillList(seq.draft_catch_up, s.initDraftCatchUp(static_cast<unsigned>(seq.draft_catch_up.size())));
+    }
+    s.setNumProposals(seq.num_proposals);
   }
   if (!plan.block_copies.empty()) {
     auto copies = out.initBlockCopies(static_cast<unsigned>(plan.block_copies.size()));
@@ -93,6 +98,9 @@ StepPlan ReadStepPlan(wire::StepPlan::Reader in) {
     seq.prompt_logprobs = s.getPromptLogprobs();
     seq.next_prompt_token = s.getNextPromptToken();
     seq.num_draft_tokens = s.getNumDraftTokens();
+    seq.draft_model = s.getDraftModel();
+    seq.draft_catch_up = ReadList<int32_t>(s.getDraftCatchUp());
+    seq.num_proposals = s.getNumProposals();
     plan.sequences.push_back(std::move(seq));
   }
   for (auto c : in.getBlockCopies()) plan.block_copies.emplace_back(c.getSrc(), c.getDst());
@@ -136,6 +144,14 @@ void FillStepResult(const StepResult& result, wire::StepResult::Builder out) {
       }
     }
   }
+  if (!result.proposals.empty()) {
+    auto proposals = out.initProposals(static_cast<unsigned>(result.proposals.size()));
+    for (size_t i = 0; i < result.proposals.size(); ++i) {
+      proposals[static_cast<unsigned>(i)].setSeqId(result.proposals[i].seq_id);
+      const std::vector<int32_t>& ids = result.proposals[i].token_ids;
+      FillList(ids, proposals[static_cast<unsigned>(i)].initTokenIds(static_cast<unsigned>(ids.size())));
+    }
+  }
 }
 
 StepResult ReadStepResult(wire::StepResult::Reader in) {
@@ -163,6 +179,7 @@ StepResult ReadStepResult(wire::StepResult::Reader in) {
     }
     result.prompt_logprobs.push_back(std::move(seq));
   }
+  for (auto p : in.getProposals()) result.proposals.push_back({p.getSeqId(), ReadList<int32_t>(p.getTokenIds())});
   return result;
 }
 

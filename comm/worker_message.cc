@@ -39,6 +39,22 @@ std::string ModelFingerprint::ToHex() const {
   return hex;
 }
 
+namespace {
+
+void FillFingerprint(const ModelFingerprint& model, wire::ModelFingerprint::Builder out) {
+  out.setFileSize(model.file_size);
+  out.setSha256(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(model.sha256.data()), model.sha256.size()));
+}
+
+ModelFingerprint ReadFingerprint(wire::ModelFingerprint::Reader in) {
+  ModelFingerprint model;
+  model.file_size = in.getFileSize();
+  model.sha256 = ReadData(in.getSha256());
+  return model;
+}
+
+}  // namespace
+
 std::string EncodeWorkerMessage(const WorkerMessage& message) {
   capnp::MallocMessageBuilder builder;
   auto root = builder.initRoot<wire::WorkerMessage>();
@@ -46,10 +62,8 @@ std::string EncodeWorkerMessage(const WorkerMessage& message) {
                  [&](const HelloMessage& m) {
                    auto out = root.initHello();
                    out.setProtocolVersion(m.protocol_version);
-                   auto model = out.initModel();
-                   model.setFileSize(m.model.file_size);
-                   model.setSha256(capnp::Data::Reader(
-                       reinterpret_cast<const kj::byte*>(m.model.sha256.data()), m.model.sha256.size()));
+                   FillFingerprint(m.model, out.initModel());
+                   if (m.draft_model) FillFingerprint(*m.draft_model, out.initDraftModel());
                    out.setTpSize(m.tp_size);
                    out.setNumBlocks(m.num_blocks);
                    out.setBlockSize(m.block_size);
@@ -99,8 +113,8 @@ StatusOr<WorkerMessage> DecodeWorkerMessage(std::string_view bytes, const Decode
         auto in = root.getHello();
         HelloMessage m;
         m.protocol_version = in.getProtocolVersion();
-        m.model.file_size = in.getModel().getFileSize();
-        m.model.sha256 = ReadData(in.getModel().getSha256());
+        m.model = ReadFingerprint(in.getModel());
+        if (in.hasDraftModel()) m.draft_model = ReadFingerprint(in.getDraftModel());
         m.tp_size = in.getTpSize();
         m.num_blocks = in.getNumBlocks();
         m.block_size = in.getBlockSize();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -15,7 +16,7 @@
 namespace tpserve {
 
 // Must equal workerProtocolVersion in comm/schema/worker.capnp (checked at compile time).
-inline constexpr uint32_t kWorkerProtocolVersion = 5;
+inline constexpr uint32_t kWorkerProtocolVersion = 6;
 
 // Identifies a model file: its size and the SHA-256 of its first min(size, 8 MiB) bytes.
 // Computed by ComputeModelFingerprint (comm/model_fingerprint.h).
@@ -36,6 +37,7 @@ struct HelloMessage {
   int32_t block_size = 0;     // tokens per block
   KvGroups kv_groups;         // the pages' layer groups
   std::string kv_dtype = "f32";  // the KV cache's element type (tpserve-worker --kv-dtype)
+  std::optional<ModelFingerprint> draft_model;  // tpserve-worker --draft-model's file; none without
   int32_t max_model_len = 0;  // longest sequence the group accepts
   int32_t vocab_size = 0;
   std::string hostname;

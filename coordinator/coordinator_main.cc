@@ -6,7 +6,7 @@
 //       [--max-num-seqs 64] [--max-batched-tokens 512] [--max-queue 256] [--max-model-len N]
 //       [--no-prefix-caching] [--api-key K]... [--step-timeout-ms 60000] [--client-timeout-ms 30000]
 //       [--heartbeat-interval-ms 500] [--heartbeat-timeout-ms 2500] [--max-replays 3] [--replay-wait-ms 60000]
-//       [--metrics-port P] [--metrics-host 127.0.0.1] [--keys DIR] [--insecure] [--speculative off|ngram:K]
+//       [--metrics-port P] [--metrics-host 127.0.0.1] [--keys DIR] [--insecure] [--speculative off|ngram:K|draft:K]
 // --metrics-port serves GET /metrics (Prometheus text) over HTTP; off without it.
 //   (tpserve-coordinator --help: what each flag does)
 #include <csignal>
@@ -91,8 +91,8 @@ void AddFlags(CLI::App& app, Flags& f) {
            if (!parsed.ok()) throw CLI::ValidationError("--speculative", parsed.status().message());
            s.speculative = *parsed;
          },
-         "speculative decoding for requests that do not choose: off (default) or ngram:K (prompt lookup, K "
-         "proposals per step, 1..16); the tokens are the same either way");
+         "speculative decoding for requests that do not choose: off (default), ngram:K (prompt lookup) or draft:K "
+         "(the workers' --draft-model), K proposals per step, 1..16; the tokens are the same either way");
   app.add_option_function<int>(
          "--replay-wait-ms", [&s](int ms) { s.replay_wait = std::chrono::milliseconds(ms); },
          "a request of a lost group waits this long for a group to replay it on")

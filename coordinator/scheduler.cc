@@ -113,6 +113,11 @@ Status Scheduler::Add(ScheduleRequest request) {
   }
   if (request.request_id > kMaxRequestId) return InvalidArgument("request id too large");
   RETURN_IF_ERROR(ValidateSpeculativeConfig(request.speculative));
+  if (request.speculative.enabled() && request.speculative.method == SpeculativeMethod::kDraft &&
+      !config_.has_draft_model) {
+    return FailedPrecondition("speculative method draft needs a worker group started with a draft model "
+                              "(tpserve serve --draft-model FILE)");
+  }
   if (request.beam.enabled()) RETURN_IF_ERROR(CheckBeamRequest(request));
   const uint64_t first_id = SequenceIdOf(request.request_id, 0);
   auto live_it = live_.lower_bound(first_id);
@@ -215,6 +220,7 @@ void Scheduler::Preempt(Sequence* seq) {
   Erase(running_, seq);
   // It re-prefills from position 0 (no cached prefix while it needs prompt logprobs): scored again.
   if (seq->needs_prompt_logprobs()) seq->prompt_logprobs.clear();
+  seq->num_draft_computed = 0;
   seq->status = SequenceStatus::kWaiting;
   ++seq->num_preemptions;
   ++num_preemptions_;
@@ -229,6 +235,7 @@ void Scheduler::ForkChildren(Sequence* leader) {
   for (Sequence* child : children) {
     block_manager_.Fork(*leader, *child);
     child->prompt_logprobs = leader->prompt_logprobs;  // the leader scored the prompt up to the fork
+    child->num_draft_computed = std::min(leader->num_draft_computed, child->num_computed);  // shared pages
     child->status = SequenceStatus::kRunning;
     InsertOrdered(running_, child);
   }
@@ -352,7 +359,8 @@ StepPlan Scheduler::Schedule() {
   for (auto& [seq, n, proposed] : scheduled) {
     const int32_t num_proposed = static_cast<int32_t>(proposed.size());
     plan.sequences.push_back(MakePlan(*seq, n, proposed));
-    in_flight_plan_.push_back({seq->seq_id, n, plan.sequences.back().needs_token, std::move(proposed)});
+    in_flight_plan_.push_back(
+        {seq->seq_id, n, plan.sequences.back().needs_token, std::move(proposed), plan.sequences.back().draft_model});
     num_scheduled_tokens_ += n + num_proposed;
     if (n == 1 && seq->num_output_tokens() > 0 && seq->num_computed + n == seq->num_tokens()) {
       num_decode_tokens_ += n + num_proposed;
@@ -366,23 +374,6 @@ StepPlan Scheduler::Schedule() {
   return plan;
 }
 
-std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const {
-  if (!seq.speculative.enabled() || seq.num_uncomputed() != 1 || seq.needs_prompt_logprobs() ||
-      HasPendingChildren(seq)) {
-    return {};
-  }
-  // Row j of the step samples output token O + j: the last one allowed is max_tokens - 1, and the
-  // context ends at max_model_len tokens.
-  const int32_t k = std::min({seq.speculation.k, max_drafts, seq.stopping.max_tokens - seq.num_output_tokens() - 1,
-                              config_.max_model_len - seq.num_tokens() - 1});
-  if (k <= 0) return {};
-  std::vector<int32_t> proposed = ProposeNgram(seq.prompt_ids, seq.output_ids, seq.speculation.is_paused() ? 1 : k,
-                                               seq.speculative.min_ngram, seq.speculative.max_ngram);
-  if (!seq.speculation.is_paused()) return proposed;
-  seq.speculation.shadow = proposed.empty() ? -1 : proposed[0];
-  return {};
-}
-
 SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const {
   SequencePlan p;
   p.seq_id = seq.seq_id;
@@ -390,8 +381,15 @@ SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, co
   const int32_t num_drafts = static_cast<int32_t>(drafts.size());
   p.token_ids.reserve(num_new_tokens + num_drafts);
   for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
-  p.token_ids.insert(p.token_ids.end(), drafts.begin(), drafts.end());
-  p.num_draft_tokens = num_drafts;
+  if (UsesDraftModel(seq)) {
+    // The worker's draft model proposes them; it first reads what it has not seen of the sequence.
+    p.draft_model = true;
+    for (int32_t i = seq.num_draft_computed; i < seq.num_computed; ++i) p.draft_catch_up.push_back(seq.token_at(i));
+    p.num_proposals = num_drafts;
+  } else {
+    p.token_ids.insert(p.token_ids.end(), drafts.begin(), drafts.end());
+    p.num_draft_tokens = num_drafts;
+  }
   p.block_table = seq.block_table;
   CHECK_EQ(block_manager_.NumLogicalBlocks(seq),
            CeilDiv(seq.num_computed + num_new_tokens + num_drafts, block_manager_.block_size()));
@@ -429,6 +427,7 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
                            std::to_string(plan.step_id));
   }
   if (plan.sequences.size() != in_flight_plan_.size()) return InvalidArgument("plan differs from the one scheduled");
+  RETURN_IF_ERROR(TakeProposals(result));
   size_t num_needing = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     if (plan.sequences[i].seq_id != in_flight_plan_[i].seq_id) return InvalidArgument("plan differs from the one scheduled");
@@ -467,8 +466,13 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
       CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_computed) << "seq " << seq->seq_id;
       seq->prompt_logprobs.insert(seq->prompt_logprobs.end(), prompt->positions.begin(), prompt->positions.end());
     }
+    // The draft model holds the K/V of what it read: the step's tokens, and of the proposals all but the
+    // last, as far as they were kept.
+    const int32_t draft_end = seq->num_computed + planned.num_tokens +
+                              std::max(0, static_cast<int32_t>(planned.drafts.size()) - 1);
     if (sampled == nullptr) {
       seq->num_computed += planned.num_tokens;
+      if (planned.draft_model) seq->num_draft_computed = seq->num_computed;
       block_manager_.MarkComputed(*seq);
       if (HasPendingChildren(*seq) && seq->num_computed == PrefillTarget(*seq)) ForkChildren(seq);
       continue;
@@ -481,6 +485,7 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
       continue;
     }
     std::vector<SequenceEvent> applied = ApplySampled(seq, planned.num_tokens, planned.drafts, sampled, now);
+    if (planned.draft_model) seq->num_draft_computed = std::min(seq->num_computed, draft_end);
     if (seq->is_finished()) live_.erase(it);
     for (SequenceEvent& event : applied) events.push_back(std::move(event));
   }
@@ -488,78 +493,6 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
     for (SequenceEvent& event : StepBeams(request_id, now)) events.push_back(std::move(event));
   }
   in_flight_plan_.clear();
-  return events;
-}
-
-std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
-                                                   const SequenceResult* rows, double now) {
-  // Rows 0..accepted: the proposals equal to the tokens sampled before them, then one more.
-  const int32_t num_drafts = static_cast<int32_t>(drafts.size());
-  int32_t accepted = 0;
-  while (accepted < num_drafts && rows[accepted].token_id == drafts[accepted]) ++accepted;
-  if (seq->speculation.shadow >= 0) {  // paused: would its proposal have been kept?
-    seq->speculation.OnShadow(rows[0].token_id == seq->speculation.shadow);
-    seq->speculation.shadow = -1;
-  }
-  std::vector<SequenceEvent> events;
-  FinishReason reason = FinishReason::kNone;
-  for (int32_t j = 0; j <= accepted && reason == FinishReason::kNone; ++j) {
-    const SequenceResult& sampled = rows[j];
-    SequenceEvent& event = events.emplace_back();
-    event.seq_id = seq->seq_id;
-    event.request_id = seq->request_id;
-    event.sample_index = seq->sample_index;
-    event.usage.num_output_tokens = seq->num_output_tokens();
-    if (sampled.token_id < 0) {
-      reason = FinishReason::kError;
-      break;
-    }
-    seq->output_ids.push_back(sampled.token_id);
-    ++event.usage.num_output_tokens;
-    seq->output_logprobs.push_back(sampled.logprob);
-    if (seq->first_token_time_s < 0) seq->first_token_time_s = now;
-    seq->last_token_time_s = now;
-    event.token_id = sampled.token_id;
-    event.logprob = sampled.logprob;
-    event.top_logprobs = sampled.top_logprobs;
-    if (seq->wants_prompt_logprobs && seq->num_output_tokens() == 1) {
-      CHECK_EQ(static_cast<int32_t>(seq->prompt_logprobs.size()), seq->num_prompt_tokens() - 1)
-          << "seq " << seq->seq_id;
-      event.has_prompt_logprobs = true;
-      event.prompt_ids = seq->prompt_ids;
-      event.prompt_logprobs = std::move(seq->prompt_logprobs);
-      seq->prompt_logprobs.clear();
-    }
-    if (StopsAfter(*seq, sampled.token_id)) {
-      reason = FinishReason::kStop;
-    } else if (seq->num_output_tokens() >= seq->stopping.max_tokens || seq->num_tokens() >= config_.max_model_len) {
-      reason = FinishReason::kLength;
-    }
-  }
-  // Every token but the last one kept has its K/V computed: the step's own tokens and the kept
-  // proposals, as plain decoding would have them when it sampled that last token.
-  const int32_t num_kept = static_cast<int32_t>(events.size());
-  seq->num_computed += num_tokens + num_kept - 1;
-  block_manager_.MarkComputed(*seq);
-  if (num_drafts > 0) {
-    block_manager_.DropLookahead(*seq);
-    const int32_t kept_drafts = std::max(0, num_kept - 1);
-    seq->speculation.OnVerified(num_drafts, kept_drafts, seq->speculative.num_tokens);
-    ++num_verify_steps_;
-    num_draft_tokens_ += num_drafts;
-    num_accepted_tokens_ += kept_drafts;
-  }
-  if (reason != FinishReason::kNone) Finish(seq, reason);
-  // Each event's usage counts the tokens up to its own (the server cuts at a stop string there).
-  for (SequenceEvent& event : events) {
-    const int32_t num_output = event.usage.num_output_tokens;
-    event.usage = UsageOf(*seq);
-    event.usage.num_output_tokens = num_output;
-  }
-  if (reason != FinishReason::kNone) {
-    events.back().is_finished = true;
-    events.back().finish_reason = reason;
-  }
   return events;
 }
 

@@ -215,7 +215,14 @@ class Scheduler {
   // The proposals for seq's next step, at most max_drafts: none unless it speculates and the step
   // computes exactly its last token; never past max_tokens or the context. While its speculation
   // is paused, none, and the first token it would have proposed is kept as its shadow.
+  // With a draft model the proposals are kProposalToCome placeholders, one per slot reserved.
   std::vector<int32_t> Drafts(Sequence& seq, int32_t max_drafts) const;
+  static constexpr int32_t kProposalToCome = -1;
+  // seq speculates with the group's draft model (its plans carry SequencePlan::draft_model).
+  bool UsesDraftModel(const Sequence& seq) const;
+  // Replaces the placeholders of the plan in flight by the draft model's proposals in `result`.
+  // INVALID_ARGUMENT when the result's proposals do not answer the plan's.
+  Status TakeProposals(const StepResult& result);
   // Applies the sampled rows of one sequence of the step (1 + drafts): appends the kept tokens,
   // advances num_computed, finishes it when a token ends it. Returns its events (one per token).
   std::vector<SequenceEvent> ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
@@ -255,6 +262,7 @@ class Scheduler {
     int32_t num_tokens;           // of its own, proposals not included
     bool needs_token;
     std::vector<int32_t> drafts;  // proposals after them
+    bool draft_model;             // the group's draft model read its tokens (and made the proposals)
   };
   // The result's prompt logprobs match the plan's requests (sequences, counts, token ids).
   static Status CheckPromptLogprobs(const StepPlan& plan, const StepResult& result);

@@ -30,6 +30,8 @@ struct SchedulerConfig {
   bool enable_prefix_caching = true;
   // On: waiting and running sequences are ordered by (priority ascending, arrival); off: arrival.
   bool enable_priority = false;
+  // The worker group loaded a draft model (tpserve-worker --draft-model): requests may speculate with it.
+  bool has_draft_model = false;
 };
 
 }  // namespace tpserve

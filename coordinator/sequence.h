@@ -79,6 +79,9 @@ struct Sequence {
   int32_t num_cached_prompt_tokens = 0;
   int32_t num_preemptions = 0;
   SpeculationState speculation;  // adaptive proposal length and acceptance counts
+  // Speculation by a draft model: positions [0, num_draft_computed) have their K/V in the group's
+  // draft model too (SequencePlan::draft_catch_up covers the rest up to num_computed).
+  int32_t num_draft_computed = 0;
   // Beam search (ScheduleRequest::beam): this hypothesis's sum of output_logprobs, and the
   // candidates for its next token, held ("parked", not scheduled) until every live beam of the
   // request has its own (coordinator/scheduler_beam.cc).

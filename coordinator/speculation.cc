@@ -11,7 +11,7 @@ StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
 
 std::string SpeculativeConfigName(const SpeculativeConfig& config) {
   if (!config.enabled()) return "off";
-  return "ngram:" + std::to_string(config.num_tokens);
+  return (config.method == SpeculativeMethod::kDraft ? "draft:" : "ngram:") + std::to_string(config.num_tokens);
 }
 
 Status ValidateSpeculativeConfig(const SpeculativeConfig& config) {
@@ -57,9 +57,11 @@ SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, c
     case proto::SpeculativeChoice::kServerDefault: return server_default;
     case proto::SpeculativeChoice::kOff: return SpeculativeConfig();
     case proto::SpeculativeChoice::kNgram: break;
+    case proto::SpeculativeChoice::kDraft: break;
   }
   SpeculativeConfig config;
-  config.method = SpeculativeMethod::kNgram;
+  config.method = request.method == proto::SpeculativeChoice::kDraft ? SpeculativeMethod::kDraft
+                                                                     : SpeculativeMethod::kNgram;
   config.num_tokens = request.num_tokens == 0 ? 4 : static_cast<int32_t>(request.num_tokens);
   return config;
 }

@@ -6,10 +6,16 @@
 // depends on (seed, token index, logits) alone, the kept tokens are the very tokens plain decoding
 // produces: speculation changes the speed, never the output.
 //
-// Proposer: prompt lookup (n-gram). The last n tokens of prompt ++ output (n from max_ngram down to
-// min_ngram, longest first) are looked up earlier in the same tokens; the tokens that followed the
-// latest earlier occurrence (with k tokens after it) are proposed. No model runs; it wins where the output repeats its input
-// (code editing, summaries quoting their source, retrieval-augmented answers).
+// Proposers:
+// - prompt lookup (n-gram). The last n tokens of prompt ++ output (n from max_ngram down to
+//   min_ngram, longest first) are looked up earlier in the same tokens; the tokens that followed the
+//   latest earlier occurrence (with k tokens after it) are proposed. No model runs; it wins where the
+//   output repeats its input (code editing, summaries quoting their source, retrieval-augmented answers).
+// - a draft model (worker/drafting_executor.h): a small model of the same vocabulary, loaded by the
+//   worker group beside the target (tpserve-worker --draft-model), proposes k tokens in the worker
+//   right before the target verifies them, in the same step. The coordinator only reserves the k
+//   slots and tells the worker which tokens the draft model has not seen yet
+//   (SequencePlan::draft_catch_up); the proposals come back in StepResult::proposals.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,7 @@ namespace tpserve {
 enum class SpeculativeMethod {
   kOff = 0,
   kNgram = 1,  // prompt lookup
+  kDraft = 2,  // the worker group's draft model
 };
 
 // Most tokens proposed for one sequence in one step.
@@ -38,9 +45,10 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpeculativeMethod::kOff && num_tokens > 0; }
 };
 
-// "off", "ngram" (k = 4) or "ngram:K" (proto::ParseSpeculativeRequest). INVALID_ARGUMENT otherwise.
+// "off", "ngram" / "draft" (k = 4) or "ngram:K" / "draft:K" (proto::ParseSpeculativeRequest).
+// INVALID_ARGUMENT otherwise.
 StatusOr<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text);
-// The inverse: "off" or "ngram:K".
+// The inverse: "off", "ngram:K" or "draft:K".
 std::string SpeculativeConfigName(const SpeculativeConfig& config);
 // OK, or INVALID_ARGUMENT when k or the n-gram bounds are out of range for an enabled config.
 Status ValidateSpeculativeConfig(const SpeculativeConfig& config);
@@ -53,7 +61,7 @@ std::vector<int32_t> ProposeNgram(const std::vector<int32_t>& prompt, const std:
                                   int32_t min_ngram, int32_t max_ngram);
 
 // What a request asked for (the wire's choice) over the server's default: serverDefault takes the
-// default, off is off, ngram takes k = num_tokens (0: 4). REQUIRES: num_tokens <= kMaxSpeculativeTokens.
+// default, off is off, ngram and draft take k = num_tokens (0: 4). REQUIRES: num_tokens <= kMaxSpeculativeTokens.
 SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, const SpeculativeConfig& server_default);
 
 // One sequence's adaptive proposal length, whether it proposes at all, and its counts.

@@ -7,6 +7,7 @@ namespace {
 
 SchedulerConfig ForGroup(SchedulerConfig config, const HelloMessage& hello) {
   if (hello.max_model_len > 0) config.max_model_len = std::min(config.max_model_len, hello.max_model_len);
+  config.has_draft_model = hello.draft_model.has_value();
   return config;
 }
 

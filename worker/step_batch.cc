@@ -46,6 +46,10 @@ Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_s
     if (seq.num_draft_tokens > 0 && (!seq.needs_token || seq.prompt_logprobs)) {
       return InvalidArgument(where + "draft tokens need needs_token and no prompt_logprobs");
     }
+    if (seq.draft_model) {
+      return InvalidArgument(where + "asks for a draft model, and this worker group has none "
+                             "(tpserve-worker --draft-model)");
+    }
     if (seq.needs_token) {
       Status sampling = ValidateSamplingParams(seq.sampling, seq.penalty_tokens, vocab_size);
       if (!sampling.ok()) return InvalidArgument(where + sampling.message());

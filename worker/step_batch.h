@@ -43,7 +43,8 @@ struct StepBatch {
 // (-1) that a sliding group's window still reads or a full group's page, a token id
 // outside [0, vocab_size) (next_prompt_token included), an empty sequence, a negative num_cached,
 // bad sampling parameters, a negative num_logprobs with prompt_logprobs, draft tokens that are not
-// a strict tail of token_ids or come without needs_token or with prompt_logprobs.
+// a strict tail of token_ids or come without needs_token or with prompt_logprobs, a draft model asked
+// for (worker/drafting_executor.h answers those plans before they reach an executor).
 Status ValidateStepPlan(const StepPlan& plan, int64_t num_kv_blocks, int block_size, int vocab_size,
                         const KvGroups& groups = {});
 

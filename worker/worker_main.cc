@@ -5,7 +5,7 @@
 //
 //   mpirun -np N tpserve-worker --model FILE --coordinator tcp://HOST:PORT [--block-size 16]
 //       [--kv-memory-mb MB] [--threads N] [--poll US] [--max-model-len N] [--deadline-s S] [--routing-id ID]
-//       [--device cpu|cuda] [--sliding-kv free|keep] [--kv-dtype f32|f16|bf16|q8_0]
+//       [--device cpu|cuda] [--sliding-kv free|keep] [--kv-dtype f32|f16|bf16|q8_0] [--draft-model FILE]
 //       (tpserve-worker --help: what each flag does)
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include "kernels/cpu/isa.h"
 #include "model/model_file.h"
 #include "worker/device_executor.h"
+#include "worker/drafting_executor.h"
 #include "worker/group_launch.h"
 #include "worker/group_process.h"
 #include "worker/group_runtime.h"
@@ -46,6 +47,7 @@ struct WorkerFlags {
   Device device = Device::kCpu;  // from device_name
   std::string sliding_kv = "free";
   std::string kv_dtype = "f32";
+  std::string draft_model;  // empty: none
 };
 
 void AddFlags(CLI::App& app, WorkerFlags& f) {
@@ -71,12 +73,18 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
       ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
   app.add_option("--kv-dtype", f.kv_dtype, "KV cache element type (CPU; cuda: f32)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))->capture_default_str();
+  app.add_option("--draft-model", f.draft_model, "a small model of the same vocabulary that proposes tokens for "
+                 "speculative decoding (requests with speculative draft); loaded beside the model on every rank");
 }
 
 Status Serve(const WorkerFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
   RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
   ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
+  std::unique_ptr<ModelFile> draft;
+  if (!flags.draft_model.empty()) {
+    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model));
+  }
 
   GroupRuntimeOptions runtime;
   runtime.collectives.deadline = std::chrono::seconds(flags.deadline_s);
@@ -94,7 +102,10 @@ Status Serve(const WorkerFlags& flags) {
     ExecutorOptions options = base;
     options.tp_rank = comm->rank();
     options.tp_size = comm->size();
-    return LoadShard(flags.device, *model, comm, options);  // the executor logs its weight bytes and KV capacity
+    // The executors log their weight bytes and KV capacity.
+    ASSIGN_OR_RETURN(LoadedShard shard, LoadShard(flags.device, *model, comm, options));
+    if (draft == nullptr) return shard;
+    return LoadDraftingShard(std::move(shard), *model, flags.device, *draft, comm, options);
   };
 
   auto lead = [&](GroupLeader& group, const GroupInfo& info) -> Status {
@@ -107,6 +118,9 @@ Status Serve(const WorkerFlags& flags) {
     session.check_ranks = [&group] { return group.CheckRanks(); };
     HelloMessage& hello = session.hello;
     ASSIGN_OR_RETURN(hello.model, ComputeModelFingerprint(flags.model));
+    if (draft != nullptr) {
+      ASSIGN_OR_RETURN(hello.draft_model, ComputeModelFingerprint(flags.draft_model));
+    }
     hello.tp_size = info.tp_size;
     hello.num_blocks = static_cast<int32_t>(std::min<int64_t>(info.num_kv_blocks, INT32_MAX));
     hello.block_size = flags.block_size;

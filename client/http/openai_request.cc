@@ -224,7 +224,7 @@ std::vector<std::pair<int32_t, float>> LogitBias(const json& body) {
   return out;
 }
 
-// tpserve's extra field `speculative`: {"method": "ngram" | "off", "k": 1..16} (vLLM's name
+// tpserve's extra field `speculative`: {"method": "ngram" | "draft" | "off", "k": 1..16} (vLLM's name
 // "num_speculative_tokens" for k is accepted too). Absent: the server's --speculative.
 proto::SpeculativeRequest Speculative(const json& body) {
   proto::SpeculativeRequest out;
@@ -234,10 +234,12 @@ proto::SpeculativeRequest Speculative(const json& body) {
   const std::string method = GetString(*spec, "method", 16);
   if (method == "ngram") {
     out.method = proto::SpeculativeChoice::kNgram;
+  } else if (method == "draft") {
+    out.method = proto::SpeculativeChoice::kDraft;
   } else if (method == "off") {
     out.method = proto::SpeculativeChoice::kOff;
   } else {
-    Fail("speculative", "speculative.method must be \"ngram\" or \"off\"");
+    Fail("speculative", "speculative.method must be \"ngram\", \"draft\" or \"off\"");
   }
   const char* k_name = Find(*spec, "num_speculative_tokens") ? "num_speculative_tokens" : "k";
   if (const json* k = Find(*spec, k_name)) {

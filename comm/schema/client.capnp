@@ -104,6 +104,7 @@ enum SpeculativeMethod {
   serverDefault @0;
   off @1;
   ngram @2;                             # prompt lookup: the tokens that followed the text's last n-gram
+  draft @3;                             # the worker group's draft model (tpserve-worker --draft-model)
 }
 
 # ---------------------------------------------------------------------------------------------

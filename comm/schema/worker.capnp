@@ -18,7 +18,9 @@ using Common = import "common.capnp";
 # Version 3: prompt logprobs (SequencePlan.promptLogprobs / nextPromptToken, StepResult.promptLogprobs).
 # Version 4: layer groups and the KV type in Hello; block tables of one page per group.
 # Version 5: speculative decoding (SequencePlan.numDraftTokens; StepResult rows per sampled position).
-const workerProtocolVersion :UInt32 = 5;
+# Version 6: draft-model speculation (SequencePlan.draftModel / draftCatchUp / numProposals,
+#            StepResult.proposals, Hello.draftModel).
+const workerProtocolVersion :UInt32 = 6;
 
 struct SequencePlan {
   seqId @0 :UInt64;
@@ -40,6 +42,12 @@ struct SequencePlan {
   # The last numDraftTokens of tokenIds are proposals: the step samples after each of the last
   # 1 + numDraftTokens tokens (StepResult.sequences holds one entry per such row, in order).
   numDraftTokens @11 :Int32;
+  # Draft-model speculation (comm/step_plan.h): the draft model reads draftCatchUp (the tokens just
+  # before numCached it has not seen) and tokenIds, then proposes numProposals tokens that the step
+  # verifies after tokenIds (StepResult.proposals returns them).
+  draftModel @12 :Bool;
+  draftCatchUp @13 :List(Int32);
+  numProposals @14 :Int32;
 }
 
 struct BlockCopy {
@@ -81,6 +89,12 @@ struct StepResult {
   computeMs @2 :Float64;
   allreduceMs @3 :Float64;
   promptLogprobs @4 :List(PromptLogprobsResult);  # one per SequencePlan with promptLogprobs, in plan order
+  proposals @5 :List(DraftProposal);    # one per SequencePlan with numProposals > 0, in plan order
+}
+
+struct DraftProposal {
+  seqId @0 :UInt64;
+  tokenIds @1 :List(Int32);             # [numProposals]
 }
 
 # Identifies the model file without shipping it: its size and the SHA-256 of its first
@@ -107,6 +121,7 @@ struct Hello {
   kvGroupSliding @9 :List(Bool);
   slidingWindow @10 :Int32;
   kvDtype @11 :Text;                    # the KV cache's element type: f32, f16, bf16, q8_0 (empty: f32)
+  draftModel @12 :ModelFingerprint;     # the draft model's file (tpserve-worker --draft-model); absent: none
 }
 
 struct Welcome {

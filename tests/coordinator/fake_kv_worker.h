@@ -9,6 +9,12 @@
 // written into every group, the context is read from the first full-attention group, and every key
 // a sliding group's query would attend (the window of each position computed) must hold the same
 // token there, so a page released too early, or a released page still in the table, fails the test.
+// With a draft model (SetDraftModel) the fake also keeps the draft's own slots, addressed by the full
+// group's pages as worker/drafting_executor.h addresses them: a plan's draft_catch_up and token_ids
+// are written there, the draft's context is read back from them (every position must hold the
+// sequence's true token, so a catch-up that skips a position, or trusts a slot a rejected proposal
+// wrote, fails the test), and its proposals, DraftToken of that context, are written there too but
+// for the last, then verified by the target as plan draft tokens.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -79,17 +85,20 @@ class FakeKvWorker {
         groups_(std::move(groups)),
         full_group_(static_cast<int32_t>(std::find(groups_.sliding.begin(), groups_.sliding.end(), false) -
                                          groups_.sliding.begin())),
-        slots_(num_blocks * block_size, -1) {
+        slots_(num_blocks * block_size, -1),
+        draft_slots_(num_blocks * block_size, -1) {
     EXPECT_LT(full_group_, groups_.num_groups()) << "the fake reads its context from a full-attention group";
   }
 
-  StepResult Execute(const StepPlan& plan) {
+  StepResult Execute(const StepPlan& drafting_plan) {
     StepResult result;
-    result.step_id = plan.step_id;
-    for (const auto& [src, dst] : plan.block_copies) {
+    result.step_id = drafting_plan.step_id;
+    for (const auto& [src, dst] : drafting_plan.block_copies) {
       EXPECT_NE(src, dst);
       for (int32_t j = 0; j < block_size_; ++j) slots_[dst * block_size_ + j] = slots_[src * block_size_ + j];
+      for (int32_t j = 0; j < block_size_; ++j) draft_slots_[dst * block_size_ + j] = draft_slots_[src * block_size_ + j];
     }
+    const StepPlan plan = Draft(drafting_plan, &result);
     std::vector<int32_t> written_by(slots_.size(), -1);  // plan index that wrote each slot this step
     for (size_t i = 0; i < plan.sequences.size(); ++i) {
       const SequencePlan& sp = plan.sequences[i];
@@ -152,12 +161,66 @@ class FakeKvWorker {
   int32_t NextToken(uint64_t seq_id, const std::vector<int32_t>& context) const {
     return override_ ? override_(seq_id, context) : FakeNextToken(seq_id, context);
   }
+  // Gives the group a draft model proposing draft(seq_id, context).
+  void SetDraftModel(std::function<int32_t(uint64_t, const std::vector<int32_t>&)> draft) { draft_ = std::move(draft); }
   int64_t num_steps() const { return num_steps_; }
+  int64_t num_draft_reads() const { return num_draft_reads_; }  // sequence-steps the draft model read
   int64_t num_draft_rows() const { return num_draft_rows_; }  // proposals verified so far
   // Loses every slot's contents, as a replaced worker group would.
-  void WipeKv() { std::fill(slots_.begin(), slots_.end(), -1); }
+  void WipeKv() {
+    std::fill(slots_.begin(), slots_.end(), -1);
+    std::fill(draft_slots_.begin(), draft_slots_.end(), -1);
+  }
 
  private:
+  // The draft model's part of a step: the plan the target then runs (proposals as draft tokens).
+  StepPlan Draft(const StepPlan& plan, StepResult* result) {
+    StepPlan verify = plan;
+    for (SequencePlan& sp : verify.sequences) {
+      if (!sp.draft_model) {
+        EXPECT_TRUE(sp.draft_catch_up.empty() && sp.num_proposals == 0) << "seq " << sp.seq_id;
+        continue;
+      }
+      EXPECT_TRUE(draft_) << "a plan asks for a draft model the group does not have";
+      if (!draft_) continue;
+      ++num_draft_reads_;
+      const int32_t first = sp.num_cached - static_cast<int32_t>(sp.draft_catch_up.size());
+      std::vector<int32_t> read = sp.draft_catch_up;
+      read.insert(read.end(), sp.token_ids.begin(), sp.token_ids.end());
+      for (size_t k = 0; k < read.size(); ++k) {
+        const int32_t slot = Slot(sp, first + static_cast<int32_t>(k), full_group_);
+        if (slot >= 0) draft_slots_[slot] = read[k];
+      }
+      const int32_t end = sp.num_cached + static_cast<int32_t>(sp.token_ids.size());
+      std::vector<int32_t> context;
+      for (int32_t pos = 0; pos < end; ++pos) {
+        const int32_t slot = Slot(sp, pos, full_group_);
+        if (slot < 0) return verify;
+        context.push_back(draft_slots_[slot]);
+        const int32_t truth = pos < sp.num_cached ? slots_[slot] : sp.token_ids[pos - sp.num_cached];
+        EXPECT_EQ(draft_slots_[slot], truth) << "seq " << sp.seq_id << ": the draft model's K/V at " << pos
+                                             << " is not the sequence's token";
+      }
+      if (sp.num_proposals == 0) continue;
+      DraftProposal& proposal = result->proposals.emplace_back();
+      proposal.seq_id = sp.seq_id;
+      for (int32_t j = 0; j < sp.num_proposals; ++j) {
+        if (j > 0) {  // the draft computes the K/V of each proposal it reads to make the next
+          const int32_t slot = Slot(sp, end + j - 1, full_group_);
+          if (slot >= 0) draft_slots_[slot] = context.back();
+        }
+        proposal.token_ids.push_back(draft_(sp.seq_id, context));
+        context.push_back(proposal.token_ids.back());
+      }
+      sp.token_ids.insert(sp.token_ids.end(), proposal.token_ids.begin(), proposal.token_ids.end());
+      sp.num_draft_tokens = sp.num_proposals;
+      sp.draft_model = false;
+      sp.draft_catch_up.clear();
+      sp.num_proposals = 0;
+    }
+    return verify;
+  }
+
   int32_t Slot(const SequencePlan& sp, int32_t pos, int32_t group) {
     const size_t index = static_cast<size_t>(pos / block_size_ * groups_.num_groups() + group);
     if (index >= sp.block_table.size()) {
@@ -193,7 +256,10 @@ class FakeKvWorker {
   const KvGroups groups_;
   const int32_t full_group_;
   std::vector<int32_t> slots_;  // [num_blocks * block_size] token id stored in each KV slot
+  std::vector<int32_t> draft_slots_;  // [num_blocks * block_size] the draft model's, by the full group's pages
   std::function<int32_t(uint64_t, const std::vector<int32_t>&)> override_;
+  std::function<int32_t(uint64_t, const std::vector<int32_t>&)> draft_;
+  int64_t num_draft_reads_ = 0;
   int64_t num_steps_ = 0;
   int64_t num_draft_rows_ = 0;
 };

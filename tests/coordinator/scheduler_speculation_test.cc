@@ -1,5 +1,6 @@
-// Speculative decoding in the scheduler, against the FakeKvWorker: prompt lookup, adaptive k, the
-// verify rows, and the rollback of rejected proposals. With speculation on, every sample must
+// Speculative decoding in the scheduler, against the FakeKvWorker: prompt lookup, a draft model
+// (the fake's own, reading its context back from its own slots), adaptive k, the verify rows, and
+// the rollback of rejected proposals. With speculation on, every sample must
 // produce exactly its solo tokens, hold the blocks and hashes plain decoding holds at the same
 // computed tokens, and leak nothing.
 #include <gtest/gtest.h>
@@ -25,6 +26,23 @@ SpeculativeConfig Ngram(int32_t k) {
   c.method = SpeculativeMethod::kNgram;
   c.num_tokens = k;
   return c;
+}
+
+SpeculativeConfig DraftModel(int32_t k) {
+  SpeculativeConfig c = Ngram(k);
+  c.method = SpeculativeMethod::kDraft;
+  return c;
+}
+
+// A draft model of FakeRepetitiveToken that is wrong at every fifth position.
+int32_t DraftGuess(uint64_t seq_id, const std::vector<int32_t>& context) {
+  const int32_t right = FakeRepetitiveToken(seq_id, context);
+  return context.size() % 5 == 3 ? right % 24 + 1 : right;
+}
+
+SchedulerConfig WithDraftModel(SchedulerConfig config) {
+  config.has_draft_model = true;
+  return config;
 }
 
 // ProposeNgram over tokens split into prompt and output at every point: all splits must agree.
@@ -65,7 +83,13 @@ TEST(SpeculativeConfigTest, ParsesAndRefuses) {
   EXPECT_EQ(ParseSpeculativeConfig("ngram")->num_tokens, 4);
   EXPECT_FALSE(ParseSpeculativeConfig("off")->enabled());
   EXPECT_EQ(SpeculativeConfigName(*ParseSpeculativeConfig("off")), "off");
-  for (const char* bad : {"ngram:0", "ngram:17", "ngram:x", "ngram:4x", "draft:4", "eagle"}) {
+  auto draft = ParseSpeculativeConfig("draft:6");
+  ASSERT_TRUE(draft.ok());
+  EXPECT_EQ(draft->method, SpeculativeMethod::kDraft);
+  EXPECT_EQ(draft->num_tokens, 6);
+  EXPECT_EQ(SpeculativeConfigName(*draft), "draft:6");
+  EXPECT_EQ(ParseSpeculativeConfig("draft")->num_tokens, 4);
+  for (const char* bad : {"ngram:0", "ngram:17", "ngram:x", "ngram:4x", "draft:0", "draft:", "drafts", "eagle"}) {
     auto parsed = ParseSpeculativeConfig(bad);
     EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << bad;
   }
@@ -127,6 +151,36 @@ TEST(SchedulerSpeculationTest, RefusesABadConfig) {
   ScheduleRequest r = Request(1, {1, 2, 3}, 8);
   r.speculative = Ngram(kMaxSpeculativeTokens + 1);
   EXPECT_EQ(scheduler.Add(r).code(), StatusCode::kInvalidArgument);
+  r.speculative = DraftModel(4);  // the group has no draft model
+  EXPECT_EQ(scheduler.Add(r).code(), StatusCode::kFailedPrecondition);
+  Scheduler drafting(WithDraftModel(Config(64)), 64, 4);
+  EXPECT_TRUE(drafting.Add(r).ok());
+}
+
+// The draft model proposes, the worker verifies, the scheduler keeps the right ones: the solo
+// tokens, in fewer steps, with the draft reading every position of each context from its own K/V.
+TEST(SchedulerSpeculationTest, DraftModelProposalsKeepTheSoloTokens) {
+  SchedulerHarness h(WithDraftModel(Config(64)), 64);
+  h.worker().SetNextToken(FakeRepetitiveToken);
+  h.worker().SetDraftModel(DraftGuess);
+  ScheduleRequest r = Request(1, {5, 9, 2, 5, 9, 2, 5, 9, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}, 60);
+  r.speculative = DraftModel(4);
+  h.Add(r);
+  h.Add(Request(2, {3, 1, 4, 1, 5}, 30));  // plain, in the same steps
+  h.RunToCompletion();
+  h.ExpectReferenceOutputs();
+  h.ExpectNoLeaks();
+  const SchedulerStats stats = h.scheduler().Stats();
+  EXPECT_GT(stats.num_accepted_tokens, 0);
+  EXPECT_LT(stats.num_accepted_tokens, stats.num_draft_tokens) << "DraftGuess is wrong at times";
+  EXPECT_EQ(h.worker().num_draft_rows(), stats.num_draft_tokens);
+  EXPECT_LT(h.worker().num_steps(), 1 + 60);
+  // The draft read the prompt with its prefill (two chunks of 16 at most) and every decode step after.
+  EXPECT_GT(h.worker().num_draft_reads(), 0);
+  const SequenceEvent& finish = h.finished().at(S(1));
+  EXPECT_EQ(finish.usage.num_draft_tokens, stats.num_draft_tokens);
+  EXPECT_EQ(finish.usage.num_accepted_tokens, stats.num_accepted_tokens);
+  EXPECT_EQ(h.finished().at(S(2)).usage.num_draft_tokens, 0);
 }
 
 // A prompt that repeats: its tokens follow themselves, so a model that copies is predicted well.
@@ -190,17 +244,21 @@ TEST(SchedulerSpeculationTest, StopTokenInsideTheAcceptedRunEndsThere) {
 // What one sequence holds at each count of computed tokens: logical blocks and block hashes.
 using Holdings = std::map<std::pair<uint64_t, int32_t>, std::pair<int32_t, std::vector<uint64_t>>>;
 
-Holdings RunAndRecord(bool speculate, int64_t* num_cached_at_end) {
+Holdings RunAndRecord(SpeculativeMethod method, int64_t* num_cached_at_end) {
+  const bool speculate = method != SpeculativeMethod::kOff;
   SchedulerConfig config = Config(/*budget=*/256, /*max_num_seqs=*/8);  // no chunking to differ
   config.enable_prefix_caching = true;
+  config.has_draft_model = true;
   SchedulerHarness h(config, 256);
   h.worker().SetNextToken(FakeRepetitiveToken);
+  h.worker().SetDraftModel(DraftGuess);
   std::mt19937 rng(5);
   for (uint64_t id = 1; id <= 6; ++id) {
     std::vector<int32_t> prompt(3 + id * 2);
     for (int32_t& t : prompt) t = std::uniform_int_distribution<int>(1, 24)(rng);
     ScheduleRequest r = Request(id, prompt, 20 + static_cast<int32_t>(id) * 5);
     if (speculate && id % 3 != 0) r.speculative = Ngram(static_cast<int32_t>(id % 4) + 2);  // some plain
+    r.speculative.method = r.speculative.enabled() ? method : SpeculativeMethod::kOff;
     h.Add(r);
   }
   Holdings holdings;
@@ -222,9 +280,12 @@ Holdings RunAndRecord(bool speculate, int64_t* num_cached_at_end) {
 }
 
 TEST(SchedulerSpeculationTest, RollbackHoldsWhatPlainDecodingHolds) {
-  int64_t plain_cached = 0, spec_cached = 0;
-  const Holdings plain = RunAndRecord(false, &plain_cached);
-  const Holdings spec = RunAndRecord(true, &spec_cached);
+  int64_t plain_cached = 0;
+  const Holdings plain = RunAndRecord(SpeculativeMethod::kOff, &plain_cached);
+  for (SpeculativeMethod method : {SpeculativeMethod::kNgram, SpeculativeMethod::kDraft}) {
+  SCOPED_TRACE(SpeculativeConfigName({method, 4}));
+  int64_t spec_cached = 0;
+  const Holdings spec = RunAndRecord(method, &spec_cached);
   ASSERT_FALSE(spec.empty());
   for (const auto& [key, held] : spec) {
     auto it = plain.find(key);
@@ -233,12 +294,14 @@ TEST(SchedulerSpeculationTest, RollbackHoldsWhatPlainDecodingHolds) {
     EXPECT_EQ(held.second, it->second.second) << "hashes of seq " << key.first << " at " << key.second;
   }
   EXPECT_EQ(spec_cached, plain_cached);  // the same full blocks end up in the prefix cache
+  }
 }
 
-// The seeded workload of scheduler_workload_test, with half the requests speculating, over a model
-// that repeats itself: preemptions, forks, prefix hits, windows and cancellations included.
+// The seeded workload of scheduler_workload_test, with a third of the requests speculating by prompt
+// lookup and a third by the draft model, over a model that repeats itself: preemptions, forks,
+// prefix hits, windows and cancellations included.
 TEST(SchedulerSpeculationTest, MixedWorkloadsKeepSoloOutputsAndLeakNothing) {
-  SchedulerConfig tight = Config(/*budget=*/32, /*max_num_seqs=*/8);
+  SchedulerConfig tight = WithDraftModel(Config(/*budget=*/32, /*max_num_seqs=*/8));
   tight.max_queue = 1000;
   tight.max_model_len = 64;
   tight.enable_prefix_caching = true;
@@ -250,7 +313,7 @@ TEST(SchedulerSpeculationTest, MixedWorkloadsKeepSoloOutputsAndLeakNothing) {
     int32_t num_blocks;
     KvGroups groups;
   };
-  int64_t accepted = 0, preemptions = 0;
+  int64_t accepted = 0, preemptions = 0, draft_reads = 0;
   for (const Case& c : {Case{"tight", 16, {}}, Case{"roomy", 512, {}}, Case{"window", 40, window}}) {
     for (uint32_t seed = 1; seed <= 3; ++seed) {
       SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
@@ -258,13 +321,15 @@ TEST(SchedulerSpeculationTest, MixedWorkloadsKeepSoloOutputsAndLeakNothing) {
       auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
       SchedulerHarness h(tight, c.num_blocks, c.groups);
       h.worker().SetNextToken(FakeRepetitiveToken);
+      h.worker().SetDraftModel(DraftGuess);
       for (int id = 1; id <= 30; ++id) {
         std::vector<int32_t> prompt(uniform(1, 20));
         for (int32_t& t : prompt) t = uniform(1, 24);
         ScheduleRequest r = Request(id, prompt, uniform(1, 30), uniform(0, 4) == 0 ? 2 : 1);
         r.stopping.eos_token_id = 7;
         r.stopping.ignore_eos = uniform(0, 1) == 1;
-        if (uniform(0, 1) == 1) r.speculative = Ngram(uniform(1, 6));
+        const int method = uniform(0, 2);
+        if (method > 0) r.speculative = method == 1 ? Ngram(uniform(1, 6)) : DraftModel(uniform(1, 6));
         h.Add(r);
         if (uniform(0, 2) == 0) h.Step();
         if (uniform(0, 29) == 0) (void)h.scheduler().AbortRequest(static_cast<uint64_t>(uniform(1, id)));
@@ -274,10 +339,12 @@ TEST(SchedulerSpeculationTest, MixedWorkloadsKeepSoloOutputsAndLeakNothing) {
       h.ExpectNoLeaks();
       accepted += h.scheduler().Stats().num_accepted_tokens;
       preemptions += h.scheduler().Stats().num_preemptions;
+      draft_reads += h.worker().num_draft_reads();
     }
   }
   EXPECT_GT(accepted, 0);
   EXPECT_GT(preemptions, 0);
+  EXPECT_GT(draft_reads, 0);
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ def _fill_prompt(prompt_union, prompt: Optional[str], token_ids: Optional[Sequen
 
 
 def _speculative(value: Any) -> Tuple[str, int]:
-    """(method, k) of a `speculative` argument: "off", "ngram", "ngram:K" or {"method": ..., "k": ...}."""
+    """(method, k) of a `speculative` argument: "off", "ngram", "ngram:K", "draft", "draft:K" or
+    {"method": ..., "k": ...}."""
     if isinstance(value, dict):
         method, k = value.get("method"), value.get("k", 0)
     elif isinstance(value, str):
@@ -66,9 +67,9 @@ def _speculative(value: Any) -> Tuple[str, int]:
         except ValueError:
             raise InvalidRequestError(f"speculative={value!r}: K must be a number, as in ngram:4") from None
     else:
-        raise TypeError("speculative must be a string (off, ngram, ngram:K) or a dict {method, k}")
-    if method not in ("off", "ngram"):
-        raise InvalidRequestError(f"speculative method {method!r} is not supported; use off or ngram")
+        raise TypeError("speculative must be a string (off, ngram, ngram:K, draft, draft:K) or a dict {method, k}")
+    if method not in ("off", "ngram", "draft"):
+        raise InvalidRequestError(f"speculative method {method!r} is not supported; use off, ngram or draft")
     if not isinstance(k, int) or not 0 <= k <= 16:
         raise InvalidRequestError(f"speculative k={k!r} must be in [1, 16]")
     return method, k
@@ -100,7 +101,8 @@ def generate_filler(prompt: Optional[str], token_ids: Optional[Sequence[int]], m
     the GenerateRequest builder. params: max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
     presence_penalty, frequency_penalty, seed, logit_bias ({token id: bias}), stop (a string or a list),
     stop_token_ids, ignore_eos, logprobs (top-n per token, 0..20), n, priority, prompt_logprobs, user,
-    speculative ("off", "ngram", "ngram:K" or {"method": "ngram", "k": K}; None: the server's default),
+    speculative ("off", "ngram", "ngram:K", "draft", "draft:K" or {"method": "ngram", "k": K}; None: the
+    server's default; draft needs a server started with --draft-model),
     beam (a width, or {"width", "length_penalty", "early_stopping"}: beam search; n best hypotheses return)."""
     unknown = set(params) - set(_REQUEST_FIELDS) - set(_SAMPLING_FIELDS) - {"seed", "logit_bias", "speculative", "beam"}
     if unknown:
