@@ -97,6 +97,26 @@ TEST(ClientCodecTest, BeamSearchRoundTrips) {
   EXPECT_EQ(decoded->finish.cumulative_logprob, -1.75);
 }
 
+TEST(ClientCodecTest, SpeculativeRoundTripsAndParses) {
+  for (SpeculativeChoice method : {SpeculativeChoice::kServerDefault, SpeculativeChoice::kOff, SpeculativeChoice::kNgram,
+                                   SpeculativeChoice::kDraft}) {
+    ClientMessage in = FullGenerate();
+    in.generate.speculative = {method, method == SpeculativeChoice::kServerDefault ? 0u : 6u};
+    const std::string bytes = EncodeClientMessage(in);
+    StatusOr<ClientMessage> out = DecodeClientMessage(bytes.data(), bytes.size());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->generate.speculative.method, method);
+    EXPECT_EQ(out->generate.speculative.num_tokens, in.generate.speculative.num_tokens);
+  }
+  EXPECT_EQ(ParseSpeculativeRequest("draft:6")->method, SpeculativeChoice::kDraft);
+  EXPECT_EQ(ParseSpeculativeRequest("draft:6")->num_tokens, 6u);
+  EXPECT_EQ(ParseSpeculativeRequest("draft")->num_tokens, 0u);
+  EXPECT_EQ(ParseSpeculativeRequest("ngram:2")->method, SpeculativeChoice::kNgram);
+  for (const char* bad : {"draft:0", "draft:17", "draftx", "medusa"}) {
+    EXPECT_EQ(ParseSpeculativeRequest(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ClientCodecTest, PromptKindsRoundTrip) {
   ClientMessage m;
   m.kind = ClientMessageKind::kGenerate;

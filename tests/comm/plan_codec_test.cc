@@ -38,6 +38,16 @@ StepPlan RandomPlan(std::mt19937& rng, int num_sequences) {
     for (int i = small(rng); i > 0; --i) seq.penalty_tokens.push_back(token(rng));
     seq.prompt_logprobs = rng() % 2;
     seq.next_prompt_token = rng() % 2 ? token(rng) : -1;
+    // Speculation: proposals of the coordinator's own (n-gram), or of the worker's draft model.
+    if (seq.needs_token && !seq.prompt_logprobs && s % 3 == 1) {
+      seq.num_draft_tokens = static_cast<int32_t>(seq.token_ids.size()) - 1;
+    } else if (seq.needs_token && !seq.prompt_logprobs && s % 3 == 2) {
+      seq.draft_model = true;
+      for (int i = std::min(seq.num_cached, small(rng)); i > 0; --i) seq.draft_catch_up.push_back(token(rng));
+      seq.num_proposals = small(rng) % 8 + 1;
+    } else if (s % 4 == 3) {
+      seq.draft_model = true;  // the draft model reads the chunk, proposing nothing
+    }
     plan.sequences.push_back(std::move(seq));
   }
   plan.block_copies = {{3, 7}, {11, 12}};
@@ -72,6 +82,10 @@ void ExpectSamePlan(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(x.sampling.num_logprobs, y.sampling.num_logprobs);
     EXPECT_EQ(x.prompt_logprobs, y.prompt_logprobs);
     EXPECT_EQ(x.next_prompt_token, y.next_prompt_token);
+    EXPECT_EQ(x.num_draft_tokens, y.num_draft_tokens);
+    EXPECT_EQ(x.draft_model, y.draft_model);
+    EXPECT_EQ(x.draft_catch_up, y.draft_catch_up);
+    EXPECT_EQ(x.num_proposals, y.num_proposals);
   }
 }
 
@@ -120,9 +134,15 @@ TEST(PlanCodecTest, StepResultRoundTrip) {
     prompt.positions = {{11, -3.25f, {{4, -0.5f}, {11, -3.25f}}}, {12, -std::numeric_limits<float>::infinity(), {}}};
     result.prompt_logprobs.push_back(prompt);
   }
+  result.proposals = {{1000, {5, 6, 7}}, {1002, {}}};
   StatusOr<StepResult> decoded = DecodeStepResult(EncodeStepResult(result));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->step_id, 99u);
+  ASSERT_EQ(decoded->proposals.size(), 2u);
+  EXPECT_EQ(decoded->proposals[0].seq_id, 1000u);
+  EXPECT_EQ(decoded->proposals[0].token_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(decoded->proposals[1].seq_id, 1002u);
+  EXPECT_TRUE(decoded->proposals[1].token_ids.empty());
   EXPECT_EQ(decoded->compute_ms, 12.5);
   EXPECT_EQ(decoded->allreduce_ms, 1.25);
   ASSERT_EQ(decoded->sequences.size(), 3u);
@@ -154,6 +174,12 @@ TEST(PlanCodecTest, StepResultRoundTrip) {
   EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
   bad = result;
   bad.prompt_logprobs[0].positions[1].token_id = -1;
+  EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
+  bad = result;
+  bad.proposals[0].token_ids[1] = -4;
+  EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
+  bad = result;
+  bad.proposals[1].token_ids.assign(kMaxProposalsPerSequence + 1, 3);
   EXPECT_EQ(DecodeStepResult(EncodeStepResult(bad)).status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -245,6 +271,34 @@ TEST(PlanCodecTest, InvalidFieldsAreInvalidArgument) {
   expect_invalid([](StepPlan& p) { p.sequences[1].next_prompt_token = -2; }, "next prompt token < -1");
   expect_invalid([](StepPlan& p) { p.sequences[0].num_cached = std::numeric_limits<int32_t>::max(); },
                  "position overflow");
+  // Draft-model fields (sequence 0 of RandomPlan is plain, 1 carries n-gram drafts when it samples).
+  auto with_draft = [](StepPlan& p) -> SequencePlan& {
+    SequencePlan& seq = p.sequences[0];
+    seq.needs_token = true;
+    seq.prompt_logprobs = false;
+    seq.num_draft_tokens = 0;
+    seq.draft_model = true;
+    seq.num_proposals = 2;
+    return seq;
+  };
+  {
+    StepPlan plan = good;
+    with_draft(plan).draft_catch_up.assign(plan.sequences[0].num_cached, 1);
+    EXPECT_TRUE(DecodeStepPlan(EncodeStepPlan(plan)).ok()) << "catch-up from position 0";
+  }
+  expect_invalid([&](StepPlan& p) { with_draft(p).draft_catch_up.assign(p.sequences[0].num_cached + 1, 1); },
+                 "catch-up before position 0");
+  expect_invalid([&](StepPlan& p) { with_draft(p).draft_catch_up = {-1}; }, "negative catch-up id");
+  expect_invalid([&](StepPlan& p) { with_draft(p).draft_model = false; }, "proposals without the draft model");
+  expect_invalid([&](StepPlan& p) { with_draft(p).needs_token = false; }, "proposals without a sampled token");
+  expect_invalid([&](StepPlan& p) { with_draft(p).prompt_logprobs = true; }, "proposals with prompt logprobs");
+  expect_invalid([&](StepPlan& p) { with_draft(p).num_proposals = kMaxProposalsPerSequence + 1; }, "too many");
+  expect_invalid([&](StepPlan& p) { with_draft(p).num_proposals = -1; }, "negative proposals");
+  expect_invalid([&](StepPlan& p) {
+    SequencePlan& seq = with_draft(p);
+    seq.token_ids = {1, 2};
+    seq.num_draft_tokens = 1;
+  }, "proposals besides draft tokens");
 }
 
 }  // namespace

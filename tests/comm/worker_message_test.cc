@@ -33,7 +33,10 @@ TEST(WorkerMessageTest, HelloRoundTrip) {
   hello.kv_groups.sliding = {true, false, true, true};
   hello.kv_groups.window = 512;
   hello.kv_dtype = "q8_0";
+  EXPECT_FALSE(std::get<HelloMessage>(RoundTrip(hello)).draft_model.has_value());
+  hello.draft_model = ModelFingerprint{777, Sha256::Digest("draft")};
   auto got = std::get<HelloMessage>(RoundTrip(hello));
+  EXPECT_EQ(got.draft_model, hello.draft_model);
   EXPECT_EQ(got.kv_groups, hello.kv_groups);
   EXPECT_EQ(got.kv_dtype, "q8_0");
   EXPECT_EQ(got.protocol_version, kWorkerProtocolVersion);

@@ -186,6 +186,24 @@ TEST(OpenAiRequest, BeamSearchFieldsAreVllms) {
   EXPECT_FLOAT_EQ(plain.prompts[0].sampling.temperature, 1.0f);
 }
 
+TEST(OpenAiRequest, SpeculativeIsTpservesExtraField) {
+  const OpenAiRequest draft =
+      Parse(Endpoint::kCompletions, R"({"prompt": "x", "speculative": {"method": "draft", "k": 3}})");
+  EXPECT_EQ(draft.prompts[0].speculative.method, proto::SpeculativeChoice::kDraft);
+  EXPECT_EQ(draft.prompts[0].speculative.num_tokens, 3u);
+  const OpenAiRequest ngram = Parse(Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
+                                    "speculative": {"method": "ngram", "num_speculative_tokens": 6}})");
+  EXPECT_EQ(ngram.prompts[0].speculative.method, proto::SpeculativeChoice::kNgram);
+  EXPECT_EQ(ngram.prompts[0].speculative.num_tokens, 6u);
+  const OpenAiRequest absent = Parse(Endpoint::kCompletions, R"({"prompt": "x"})");
+  EXPECT_EQ(absent.prompts[0].speculative.method, proto::SpeculativeChoice::kServerDefault);
+  for (const char* body : {R"({"prompt": "x", "speculative": {"method": "eagle"}})",
+                           R"({"prompt": "x", "speculative": {"method": "draft", "k": 0}})",
+                           R"({"prompt": "x", "speculative": "draft"})"}) {
+    EXPECT_EQ(ParseError(Endpoint::kCompletions, body).param, "speculative") << body;
+  }
+}
+
 TEST(OpenAiRequest, MalformedBodiesAre400WithoutAParam) {
   for (const char* body : {"", "{", "[1, 2]", "\"text\"", "{\"prompt\": \"\xff\xfe\"}", "{\"prompt\": \"\\udc00\"}"}) {
     const ApiError e = ParseError(Endpoint::kCompletions, body);
