@@ -374,16 +374,17 @@ class EndToEndTest : public ::testing::Test {
   }
 };
 
-// The same requests twice, concurrently: speculation off for all, then prompt lookup (k 2..5) for
-// two in three of them. Every request's ids must be the same; proposals must have been verified (and,
-// where the model repeats its prompt, kept), and nothing stays in use.
+// The same requests twice, concurrently: speculation off for all, then `method` (prompt lookup, or
+// the group's draft model; k 2..5) for two in three of them. Every request's ids must be the same;
+// proposals must have been verified (and, where they can be right, kept), and nothing stays in use.
 void CheckSpeculationKeepsTheIds(EndToEnd& e2e, const std::vector<proto::GenerateRequest>& requests,
-                                 bool expect_accepted) {
+                                 bool expect_accepted,
+                                 proto::SpeculativeChoice method = proto::SpeculativeChoice::kNgram) {
   std::vector<Request> plain(requests.size()), mixed(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     plain[i].request = mixed[i].request = requests[i];
     plain[i].request.speculative.method = proto::SpeculativeChoice::kOff;
-    mixed[i].request.speculative.method = i % 3 != 2 ? proto::SpeculativeChoice::kNgram : proto::SpeculativeChoice::kOff;
+    mixed[i].request.speculative.method = i % 3 != 2 ? method : proto::SpeculativeChoice::kOff;
     mixed[i].request.speculative.num_tokens = 2 + static_cast<uint32_t>(i % 4);
   }
   const proto::StatsReply before = e2e.WaitIdle();
@@ -432,6 +433,29 @@ TEST_F(EndToEndTest, SyntheticModelSpeculationKeepsTheIdsAtTp1AndTp2) {
     ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
     CheckSpeculationKeepsTheIds(e2e, LongMixedRequests(e2e), /*expect_accepted=*/false);
   }
+}
+
+// Speculation by a draft model of the same vocabulary loaded by the group (tpserve-worker
+// --draft-model): the target itself at TP 1 (every proposal right, sampled ones too), and a smaller
+// random model at TP 2 (mostly wrong). The ids are plain decoding's either way.
+TEST_F(EndToEndTest, SyntheticDraftModelKeepsTheIdsAtTp1AndTp2) {
+  const std::string draft = SyntheticModelName() + ".draft";
+  SyntheticModelOptions options;
+  options.config = *SyntheticPreset("tiny");
+  options.config.num_layers = 1;
+  options.config.vocab_size = 1001;
+  options.config.context_length = 512;
+  options.seed = 12;
+  ASSERT_TRUE(WriteSyntheticGguf(options, draft).ok());
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("TP " + std::to_string(tp));
+    EndToEnd e2e(SyntheticModelPath(), tp, 64, {"--draft-model", tp == 1 ? SyntheticModelPath() : draft});
+    if (!e2e.skip_reason.empty()) GTEST_SKIP() << e2e.skip_reason;
+    ASSERT_TRUE(e2e.WaitForGroup()) << "the worker group never registered";
+    CheckSpeculationKeepsTheIds(e2e, LongMixedRequests(e2e), /*expect_accepted=*/tp == 1,
+                                proto::SpeculativeChoice::kDraft);
+  }
+  std::filesystem::remove(draft);
 }
 
 TEST_F(EndToEndTest, SyntheticModelTp2) {
