@@ -1,7 +1,9 @@
-"""Speculative decoding (prompt lookup) through a real `tpserve serve --tp 2 --speculative ngram:4` on SmolLM2:
-the Python client's `speculative=` argument, the OpenAI gateway's `speculative` extra field, the Finish
-counts, the stats and the Prometheus counters. The reference is the same request with speculation off on
-the same server: the ids, text and usage must be identical, since speculation only changes the speed.
+"""Speculative decoding through a real `tpserve serve --tp 2 --speculative ngram:4 --draft-model SmolLM2` on
+SmolLM2, by prompt lookup and by the draft model (here the target file itself, so every proposal is right,
+seeded ones included: the draft draws with the target's seed): the Python client's `speculative=` argument,
+the OpenAI gateway's `speculative` extra field, the Finish counts, the stats and the Prometheus counters. The
+reference is the same request with speculation off on the same server: the ids, text and usage must be
+identical, since speculation only changes the speed.
 """
 import re
 
@@ -9,7 +11,7 @@ import openai
 import pytest
 
 import tpserve
-from conftest import assert_no_process_left, start_server
+from conftest import MODEL, assert_no_process_left, start_server
 
 # A text to copy: what prompt lookup predicts well.
 TEXT = ("The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins with a single step. "
@@ -19,7 +21,7 @@ MESSAGES = [{"role": "user", "content": "Repeat this text exactly, three times:\
 
 @pytest.fixture(scope="module")
 def server():
-    s = start_server("--speculative", "ngram:4")
+    s = start_server("--speculative", "ngram:4", "--draft-model", str(MODEL))
     yield s
     assert s.stop() == 0
     assert_no_process_left(s)
@@ -41,15 +43,17 @@ def generate(client, **kwargs):
 def test_speculation_keeps_the_tokens(client, sampling):
     plain = generate(client, speculative="off", **sampling)
     assert plain.finish.num_draft_tokens == 0
-    for choice in (None, "ngram:2", {"method": "ngram", "k": 6}):  # None: the server's ngram:4
-        spec = generate(client, speculative=choice, **sampling)
+    for choice in (None, "ngram:2", {"method": "ngram", "k": 6}, "draft:3", {"method": "draft", "k": 5}):
+        spec = generate(client, speculative=choice, **sampling)  # None: the server's ngram:4
         assert spec.token_ids == plain.token_ids, choice
         assert spec.text == plain.text
         assert spec.finish.usage.completion_tokens == plain.finish.usage.completion_tokens
         assert spec.finish.num_draft_tokens > 0, choice
         assert 0 <= spec.finish.num_accepted_tokens <= spec.finish.num_draft_tokens
-    if not sampling:  # greedy copying is what prompt lookup is for
-        assert spec.finish.num_accepted_tokens > 0
+        if not sampling and choice == {"method": "ngram", "k": 6}:  # greedy copying is what prompt lookup is for
+            assert spec.finish.num_accepted_tokens > 0
+        if "draft" in str(choice):  # the target drafting for itself is never wrong
+            assert spec.finish.num_accepted_tokens == spec.finish.num_draft_tokens, choice
 
 
 def test_stop_string_inside_a_speculative_step(client):
@@ -67,6 +71,8 @@ def test_bad_speculative_arguments_are_refused(client):
         generate(client, speculative="ngram:17")
     with pytest.raises(tpserve.InvalidRequestError):
         generate(client, speculative="eagle")
+    with pytest.raises(tpserve.InvalidRequestError):
+        generate(client, speculative="draft:17")
 
 
 def test_stats_and_metrics_count_proposals(client):
@@ -93,6 +99,7 @@ def test_openai_extra_body(server):
     plain = chat({"method": "off"})
     assert chat({"method": "ngram", "k": 4}) == plain
     assert chat({"method": "ngram", "num_speculative_tokens": 3}) == plain
+    assert chat({"method": "draft", "k": 4}) == plain
     with pytest.raises(openai.BadRequestError) as error:
         chat({"method": "ngram", "k": 99})
     assert "speculative" in str(error.value)
