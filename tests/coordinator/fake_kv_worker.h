@@ -45,6 +45,12 @@ inline int32_t FakeRepetitiveToken(uint64_t seq_id, const std::vector<int32_t>& 
   return static_cast<int32_t>(h % 24) + 1;
 }
 
+// A draft model of FakeRepetitiveToken (FakeKvWorker::SetDraftModel) that is wrong at every fifth position.
+inline int32_t FakeRepetitiveDraft(uint64_t seq_id, const std::vector<int32_t>& context) {
+  const int32_t right = FakeRepetitiveToken(seq_id, context);
+  return context.size() % 5 == 3 ? right % 24 + 1 : right;
+}
+
 // Deterministic next token for (seq, context): never dependent on the batch or block placement.
 inline int32_t FakeNextToken(uint64_t seq_id, const std::vector<int32_t>& context) {
   uint64_t h = 0x243f6a8885a308d3ull ^ (seq_id * 0x9e3779b97f4a7c15ull);

@@ -4,6 +4,7 @@
 // exactly the tokens they produce alone (ReferenceOutput, which never touches blocks).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -63,6 +64,56 @@ TEST(SchedulerReplayTest, ReleasedRequestsFinishOnAnotherSchedulerWithTheirOwnTo
       EXPECT_EQ(streamed, ReferenceOutput(S(r.request_id, i), r.prompt_ids, r.stopping, lost_config.max_model_len))
           << "seq " << S(r.request_id, i);
     }
+  }
+}
+
+// Requests speculating by prompt lookup and by the draft model, released with proposals in flight,
+// finish with their own tokens on a group with a draft model and on one without (whose draft
+// requests then decode plainly); the new group's draft reads each context from position 0.
+TEST(SchedulerReplayTest, SpeculatingRequestsFinishWithTheirOwnTokens) {
+  for (bool next_has_draft : {true, false}) {
+    SCOPED_TRACE(next_has_draft ? "to a group with a draft model" : "to a group without");
+    SchedulerConfig lost_config = Config(32);
+    lost_config.has_draft_model = true;
+    Harness lost(lost_config, 64);
+    lost.worker().SetNextToken(testing_coordinator::FakeRepetitiveToken);
+    lost.worker().SetDraftModel(testing_coordinator::FakeRepetitiveDraft);
+    std::vector<ScheduleRequest> requests;
+    for (uint64_t id = 1; id <= 4; ++id) {
+      ScheduleRequest r = Request(id, {5, 9, 2, 5, 9, 2, static_cast<int32_t>(id)}, 40);
+      r.speculative.method = id % 2 == 0 ? SpeculativeMethod::kDraft : SpeculativeMethod::kNgram;
+      r.speculative.num_tokens = 3;
+      requests.push_back(r);
+      lost.Add(r);
+    }
+    for (int i = 0; i < 6; ++i) lost.Step();
+    EXPECT_GT(lost.scheduler().Stats().num_draft_tokens, 0);
+    const StepPlan in_flight = lost.scheduler().Schedule();  // proposals asked for, never answered
+    EXPECT_TRUE(std::any_of(in_flight.sequences.begin(), in_flight.sequences.end(),
+                            [](const SequencePlan& sp) { return sp.num_proposals > 0; }));
+    std::vector<ReleasedRequest> released = lost.scheduler().ReleaseAll();
+    lost.ExpectNoLeaks();
+    for (const ReleasedRequest& r : released) {
+      for (const auto& seq : r.sequences) EXPECT_EQ(seq->num_draft_computed, 0) << "seq " << seq->seq_id;
+    }
+
+    SchedulerConfig next_config = Config(32);
+    next_config.has_draft_model = next_has_draft;
+    Harness next(next_config, 64);
+    next.worker().SetNextToken(testing_coordinator::FakeRepetitiveToken);
+    if (next_has_draft) next.worker().SetDraftModel(testing_coordinator::FakeRepetitiveDraft);
+    for (ReleasedRequest& r : released) ASSERT_TRUE(next.scheduler().Adopt(std::move(r)).ok());
+    next.RunToCompletion();
+    next.ExpectNoLeaks();
+    for (const ScheduleRequest& r : requests) {
+      std::vector<int32_t> streamed = lost.outputs()[S(r.request_id)];
+      const std::vector<int32_t>& rest = next.outputs()[S(r.request_id)];
+      streamed.insert(streamed.end(), rest.begin(), rest.end());
+      EXPECT_EQ(streamed, ReferenceOutput(S(r.request_id), r.prompt_ids, r.stopping, lost_config.max_model_len,
+                                          testing_coordinator::FakeRepetitiveToken))
+          << "request " << r.request_id;
+    }
+    EXPECT_EQ(next.worker().num_draft_reads() > 0, next_has_draft);
   }
 }
 

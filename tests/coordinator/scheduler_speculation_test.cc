@@ -16,6 +16,7 @@ namespace tpserve {
 namespace {
 
 using testing_coordinator::Config;
+using testing_coordinator::FakeRepetitiveDraft;
 using testing_coordinator::FakeRepetitiveToken;
 using testing_coordinator::Request;
 using testing_coordinator::S;
@@ -32,12 +33,6 @@ SpeculativeConfig DraftModel(int32_t k) {
   SpeculativeConfig c = Ngram(k);
   c.method = SpeculativeMethod::kDraft;
   return c;
-}
-
-// A draft model of FakeRepetitiveToken that is wrong at every fifth position.
-int32_t DraftGuess(uint64_t seq_id, const std::vector<int32_t>& context) {
-  const int32_t right = FakeRepetitiveToken(seq_id, context);
-  return context.size() % 5 == 3 ? right % 24 + 1 : right;
 }
 
 SchedulerConfig WithDraftModel(SchedulerConfig config) {
@@ -162,7 +157,7 @@ TEST(SchedulerSpeculationTest, RefusesABadConfig) {
 TEST(SchedulerSpeculationTest, DraftModelProposalsKeepTheSoloTokens) {
   SchedulerHarness h(WithDraftModel(Config(64)), 64);
   h.worker().SetNextToken(FakeRepetitiveToken);
-  h.worker().SetDraftModel(DraftGuess);
+  h.worker().SetDraftModel(FakeRepetitiveDraft);
   ScheduleRequest r = Request(1, {5, 9, 2, 5, 9, 2, 5, 9, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}, 60);
   r.speculative = DraftModel(4);
   h.Add(r);
@@ -172,7 +167,7 @@ TEST(SchedulerSpeculationTest, DraftModelProposalsKeepTheSoloTokens) {
   h.ExpectNoLeaks();
   const SchedulerStats stats = h.scheduler().Stats();
   EXPECT_GT(stats.num_accepted_tokens, 0);
-  EXPECT_LT(stats.num_accepted_tokens, stats.num_draft_tokens) << "DraftGuess is wrong at times";
+  EXPECT_LT(stats.num_accepted_tokens, stats.num_draft_tokens) << "FakeRepetitiveDraft is wrong at times";
   EXPECT_EQ(h.worker().num_draft_rows(), stats.num_draft_tokens);
   EXPECT_LT(h.worker().num_steps(), 1 + 60);
   // The draft read the prompt with its prefill (two chunks of 16 at most) and every decode step after.
@@ -251,7 +246,7 @@ Holdings RunAndRecord(SpeculativeMethod method, int64_t* num_cached_at_end) {
   config.has_draft_model = true;
   SchedulerHarness h(config, 256);
   h.worker().SetNextToken(FakeRepetitiveToken);
-  h.worker().SetDraftModel(DraftGuess);
+  h.worker().SetDraftModel(FakeRepetitiveDraft);
   std::mt19937 rng(5);
   for (uint64_t id = 1; id <= 6; ++id) {
     std::vector<int32_t> prompt(3 + id * 2);
@@ -321,7 +316,7 @@ TEST(SchedulerSpeculationTest, MixedWorkloadsKeepSoloOutputsAndLeakNothing) {
       auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
       SchedulerHarness h(tight, c.num_blocks, c.groups);
       h.worker().SetNextToken(FakeRepetitiveToken);
-      h.worker().SetDraftModel(DraftGuess);
+      h.worker().SetDraftModel(FakeRepetitiveDraft);
       for (int id = 1; id <= 30; ++id) {
         std::vector<int32_t> prompt(uniform(1, 20));
         for (int32_t& t : prompt) t = uniform(1, 24);
