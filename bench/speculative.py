@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Speculative decoding (prompt lookup) on tpserve beside llama.cpp's llama-server (`--spec-type
-ngram-simple`), the same GGUF, threads and requests, through the same OpenAI chat endpoint.
+"""Speculative decoding on tpserve beside llama.cpp's llama-server, the same GGUF files, threads and requests,
+through the same OpenAI chat endpoint: prompt lookup (`--method ngram`: llama-server `--spec-type
+ngram-simple`) or a draft model (`--method draft --draft-model FILE`: tpserve serve --draft-model, llama-server
+--model-draft; e.g. SmolLM2 requantized to F32 as the target, drafted by the Q4_1 file).
 
 Workloads (SmolLM2-135M-Instruct by default, greedy, ignore_eos, MAX_TOKENS output tokens each):
   code_edit  a Python function to output again with a variable renamed (the answer copies the prompt),
@@ -12,8 +14,10 @@ not in it), and the acceptance rate (kept / proposed: tpserve's stats
 counters, llama-server's per-response timings). Each round runs everything once, so the on/off ratios
 compare runs minutes apart on this noisy machine; the median over rounds is reported.
 
-  bench/speculative.py [--rounds 2] [--batches 1,4,16] [--k 4] [--max-tokens 128]
-Writes bench/results/speculative/results.json and a Markdown table on stdout.
+  bench/speculative.py [--rounds 2] [--batches 1,4,16] [--k 4] [--max-tokens 128] [--model FILE]
+                       [--method ngram|draft] [--draft-model FILE] [--results DIR]
+Writes RESULTS/results.json (default bench/results/speculative, or speculative-draft) and a Markdown
+table on stdout.
 """
 import argparse
 import json
@@ -162,8 +166,16 @@ def main():
     parser.add_argument("--batches", default="1,4,16")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--results", default=str(REPO / "bench" / "results" / "speculative"))
+    parser.add_argument("--method", choices=["ngram", "draft"], default="ngram")
+    parser.add_argument("--draft-model", help="--method draft: the draft model's GGUF (same vocabulary)")
+    parser.add_argument("--results")
     args = parser.parse_args()
+    if args.method == "draft" and not args.draft_model:
+        parser.error("--method draft needs --draft-model")
+    if args.results is None:
+        args.results = str(REPO / "bench" / "results" / ("speculative" if args.method == "ngram" else
+                                                         "speculative-draft"))
+    draft_flags = ["--draft-model", args.draft_model] if args.method == "draft" else []
     build, results = Path(args.build), Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     batches = [int(b) for b in args.batches.split(",")]
@@ -174,14 +186,16 @@ def main():
     logs = []
     tp = subprocess.Popen([str(build / "client" / "tpserve"), "serve", "--model", args.model, "--tp", "1",
                            "--threads", str(args.threads), "--port", str(port), "--worker-port", str(worker_port),
-                           "--http-port", str(http_port), "--max-num-seqs", str(max(batches))],
+                           "--http-port", str(http_port), "--max-num-seqs", str(max(batches)), *draft_flags],
                           stdout=open(results / "tpserve.log", "w"), stderr=subprocess.STDOUT, env=env,
                           start_new_session=True)
     servers["tpserve"] = (f"http://127.0.0.1:{http_port}", tp)
     have_llama = Path(args.llama_server).is_file()
     if have_llama:
-        for name, spec in (("llama-server", []),
-                           ("llama-server-spec", ["--spec-type", "ngram-simple", "--spec-draft-n-max", str(args.k)])):
+        llama_spec = (["--spec-type", "ngram-simple", "--spec-draft-n-max", str(args.k)] if args.method == "ngram" else
+                      ["--spec-type", "draft-simple", "--model-draft", args.draft_model,
+                       "--spec-draft-n-max", str(args.k), "-td", str(args.threads)])
+        for name, spec in (("llama-server", []), ("llama-server-spec", llama_spec)):
             p = free_port()
             log = open(results / f"{name}.log", "w")
             logs.append(log)
@@ -199,7 +213,7 @@ def main():
             for workload, prompt in WORKLOADS.items():
                 for batch in batches:
                     runs = [("tpserve", "off", {"speculative": {"method": "off"}}),
-                            ("tpserve", "on", {"speculative": {"method": "ngram", "k": args.k}})]
+                            ("tpserve", "on", {"speculative": {"method": args.method, "k": args.k}})]
                     if have_llama:
                         runs += [("llama-server", "off", {}), ("llama-server-spec", "on", {})]
                     for server, mode, extra in runs:
@@ -225,11 +239,14 @@ def main():
                           "acceptance": (sum(r["kept"] for r in runs) / sum(r["drafted"] for r in runs)
                                          if sum(r["drafted"] for r in runs) else None),
                           "runs": runs})
-        (results / "results.json").write_text(json.dumps({"k": args.k, "max_tokens": args.max_tokens,
-                                                          "threads": args.threads, "rows": table}, indent=1))
+        (results / "results.json").write_text(json.dumps({"method": args.method, "model": args.model,
+                                                          "draft_model": args.draft_model, "k": args.k,
+                                                          "max_tokens": args.max_tokens, "threads": args.threads,
+                                                          "rows": table}, indent=1))
         by_key = {(r["workload"], r["batch"], r["engine"], r["speculative"]): r for r in table}
-        print(f"| workload | B | tpserve off | tpserve ngram:{args.k} | speed-up | accepted | llama.cpp off | "
-              f"llama.cpp ngram-simple | speed-up | accepted |")
+        peer = "ngram-simple" if args.method == "ngram" else f"draft-simple, --spec-draft-n-max {args.k}"
+        print(f"| workload | B | tpserve off | tpserve {args.method}:{args.k} | speed-up | accepted | llama.cpp off | "
+              f"llama.cpp {peer} | speed-up | accepted |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for workload in WORKLOADS:
             for batch in batches:
