@@ -244,6 +244,9 @@ void Scheduler::ForkChildren(Sequence* leader) {
 StepPlan Scheduler::Schedule() {
   CHECK(!in_flight_) << "Schedule() with step " << in_flight_step_id_ << " still in flight";
   int32_t budget = config_.max_num_batched_tokens;
+  const int32_t num_decodes = static_cast<int32_t>(std::count_if(
+      running_.begin(), running_.end(), [this](const Sequence* s) { return PrefillTarget(*s) - s->num_computed == 1; }));
+  min_acceptance_ = step_cost_.BreakEvenAcceptance(num_decodes, SpeculationState::kMinAcceptance);
   struct Scheduled {
     Sequence* seq;
     int32_t num_tokens;           // its own new tokens
@@ -381,8 +384,10 @@ SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, co
   const int32_t num_drafts = static_cast<int32_t>(drafts.size());
   p.token_ids.reserve(num_new_tokens + num_drafts);
   for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
-  if (UsesDraftModel(seq)) {
-    // The worker's draft model proposes them; it first reads what it has not seen of the sequence.
+  if (UsesDraftModel(seq) && (num_drafts > 0 || num_new_tokens > 1)) {
+    // The worker's draft model proposes them; it first reads what it has not seen of the sequence. It
+    // reads prefill chunks as they come, and skips plain decodes (it catches up on them when it
+    // proposes next).
     p.draft_model = true;
     for (int32_t i = seq.num_draft_computed; i < seq.num_computed; ++i) p.draft_catch_up.push_back(seq.token_at(i));
     p.num_proposals = num_drafts;
@@ -446,6 +451,11 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
                            std::to_string(num_needing));
   }
   RETURN_IF_ERROR(CheckPromptLogprobs(plan, result));
+  if (result.compute_ms > 0) {  // fakes report none
+    int64_t num_positions = 0;
+    for (const InFlightSequence& planned : in_flight_plan_) num_positions += planned.num_tokens + planned.drafts.size();
+    step_cost_.Observe(num_positions, result.compute_ms);
+  }
 
   in_flight_ = false;
   const double now = Now();

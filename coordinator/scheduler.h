@@ -41,6 +41,7 @@
 #include "coordinator/block_manager.h"
 #include "coordinator/scheduler_config.h"
 #include "coordinator/sequence.h"
+#include "coordinator/step_cost.h"
 
 namespace tpserve {
 
@@ -214,7 +215,8 @@ class Scheduler {
   SequencePlan MakePlan(const Sequence& seq, int32_t num_new_tokens, const std::vector<int32_t>& drafts) const;
   // The proposals for seq's next step, at most max_drafts: none unless it speculates and the step
   // computes exactly its last token; never past max_tokens or the context. While its speculation
-  // is paused, none, and the first token it would have proposed is kept as its shadow.
+  // is paused (acceptance below min_acceptance_), none, and the first token it would have proposed
+  // is kept as its shadow (a draft model's sequence probes with one now and then instead).
   // With a draft model the proposals are kProposalToCome placeholders, one per slot reserved.
   std::vector<int32_t> Drafts(Sequence& seq, int32_t max_drafts) const;
   static constexpr int32_t kProposalToCome = -1;
@@ -289,6 +291,10 @@ class Scheduler {
   int64_t num_verify_steps_ = 0;
   int64_t num_draft_tokens_ = 0;
   int64_t num_accepted_tokens_ = 0;
+  // The group's measured step cost, and the break-even acceptance of speculation at this step's
+  // batch (Schedule sets it; Drafts reads it).
+  StepCost step_cost_;
+  double min_acceptance_ = SpeculationState::kMinAcceptance;
 };
 
 }  // namespace tpserve

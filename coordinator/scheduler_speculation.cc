@@ -22,15 +22,19 @@ std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const 
   const int32_t k = std::min({seq.speculation.k, max_drafts, seq.stopping.max_tokens - seq.num_output_tokens() - 1,
                               config_.max_model_len - seq.num_tokens() - 1});
   if (k <= 0) return {};
+  const bool paused = seq.speculation.is_paused(min_acceptance_);
   if (seq.speculative.method == SpeculativeMethod::kDraft) {
-    // The worker's draft model proposes them in the step itself: reserve their slots. A draft model
-    // has no free shadow proposal to watch while paused, so its sequences never pause; k still adapts.
+    // The worker's draft model proposes them in the step itself: reserve their slots. Its proposals
+    // are not free, so a paused sequence only probes, with one proposal every kProbeInterval steps.
     if (!UsesDraftModel(seq)) return {};
-    return std::vector<int32_t>(k, kProposalToCome);
+    if (!paused) return std::vector<int32_t>(k, kProposalToCome);
+    if (++seq.speculation.paused_steps < SpeculationState::kProbeInterval) return {};
+    seq.speculation.paused_steps = 0;
+    return {kProposalToCome};
   }
-  std::vector<int32_t> proposed = ProposeNgram(seq.prompt_ids, seq.output_ids, seq.speculation.is_paused() ? 1 : k,
-                                               seq.speculative.min_ngram, seq.speculative.max_ngram);
-  if (!seq.speculation.is_paused()) return proposed;
+  std::vector<int32_t> proposed =
+      ProposeNgram(seq.prompt_ids, seq.output_ids, paused ? 1 : k, seq.speculative.min_ngram, seq.speculative.max_ngram);
+  if (!paused) return proposed;
   seq.speculation.shadow = proposed.empty() ? -1 : proposed[0];
   return {};
 }

@@ -1,6 +1,7 @@
 #include "coordinator/speculation.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tpserve {
 
@@ -74,7 +75,8 @@ void SpeculationState::OnVerified(int32_t proposed, int32_t accepted, int32_t ma
   ++num_verify_steps;
   num_draft_tokens += proposed;
   num_accepted_tokens += accepted;
-  acceptance = (1 - kWeight) * acceptance + kWeight * accepted / proposed;
+  const double keep = std::pow(1 - kWeight, proposed);
+  acceptance = keep * acceptance + (1 - keep) * accepted / proposed;
   k = accepted == proposed ? std::min(max_k, k + 1) : std::min(max_k, accepted + 1);
 }
 

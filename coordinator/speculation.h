@@ -67,26 +67,35 @@ SpeculativeConfig ResolveSpeculative(const proto::SpeculativeRequest& request, c
 // One sequence's adaptive proposal length, whether it proposes at all, and its counts.
 //
 // A proposal costs a verified position's compute whether it is kept or not, so where the proposer is
-// mostly wrong (free text) speculation is paused: `acceptance` is a running estimate of the fraction
-// of proposals kept, and below kMinAcceptance the sequence decodes plainly while its would-be proposal
-// is still checked, for free, against the token the step then samples ("shadow" proposals), so it
-// resumes as soon as the text turns repetitive again.
+// mostly wrong (free text), or where the batch is large enough that a verified position costs nearly
+// what a token is worth (coordinator/step_cost.h), speculation is paused: `acceptance` is a running
+// estimate of the fraction of proposals kept, and below the break-even acceptance of the group's
+// measured step cost at its current batch the sequence decodes plainly. Prompt lookup's would-be
+// proposal is still checked, for free, against the token the step then samples ("shadow"
+// proposals), so it resumes as soon as the text turns repetitive again; a draft model's proposal
+// is not free, so a paused draft sequence probes with one proposal every kProbeInterval steps.
 struct SpeculationState {
-  // Below this estimated acceptance a sequence stops proposing. A step of n tokens costs about
-  // a + b n (on the 2-core CPU of bench/README "Speculative decoding", a = 11 ms, b = 16 ms at
+  // The break-even acceptance while the step cost is not yet measured. A step of n tokens costs
+  // about a + b n (on the 2-core CPU of bench/README "Speculative decoding", a = 11 ms, b = 16 ms at
   // SmolLM2's size), so k proposals pay for themselves at batch 1 when more than k b / (a + b), 0.6 k,
   // are kept; in a batch of B decodes the break-even rises to b / (a / B + b).
   static constexpr double kMinAcceptance = 0.6;
-  static constexpr double kWeight = 0.5;  // of the newest observation in the running estimate
+  // Each proposal's outcome moves the running estimate this fraction of the way (a step of p proposals
+  // moves it 1 - (1 - kWeight)^p of the way to its kept fraction): a one-token probe or shadow counts
+  // as one proposal, not as a whole step.
+  static constexpr double kWeight = 0.2;
+  static constexpr int32_t kProbeInterval = 8;
 
   int32_t k = 0;                   // proposals asked for in the next step (<= the config's k)
   double acceptance = 1.0;         // running estimate of the fraction of proposals kept
   int32_t shadow = -1;             // the first token of a proposal not sent (paused), or -1
+  int32_t paused_steps = 0;        // decode steps since the last probe (draft model, paused)
   int64_t num_verify_steps = 0;    // steps that verified at least one proposal
   int64_t num_draft_tokens = 0;    // proposals verified
   int64_t num_accepted_tokens = 0; // of those, kept as output
 
-  bool is_paused() const { return acceptance < kMinAcceptance; }
+  // Whether proposals cost more than they yield at this break-even acceptance.
+  bool is_paused(double min_acceptance) const { return acceptance < min_acceptance; }
   // After a step verified `proposed` (> 0) tokens and kept `accepted` of them: k grows by one
   // after a step that kept all it proposed, up to max_k, and otherwise shrinks to accepted + 1.
   void OnVerified(int32_t proposed, int32_t accepted, int32_t max_k);

@@ -159,6 +159,9 @@ class FakeKvWorker {
       num_draft_rows_ += sp.num_draft_tokens;
     }
     ++num_steps_;
+    int64_t num_positions = 0;
+    for (const SequencePlan& sp : plan.sequences) num_positions += static_cast<int64_t>(sp.token_ids.size());
+    result.compute_ms = fixed_ms_ + per_token_ms_ * static_cast<double>(num_positions);
     return result;
   }
 
@@ -166,6 +169,11 @@ class FakeKvWorker {
   void SetNextToken(std::function<int32_t(uint64_t, const std::vector<int32_t>&)> fn) { override_ = std::move(fn); }
   int32_t NextToken(uint64_t seq_id, const std::vector<int32_t>& context) const {
     return override_ ? override_(seq_id, context) : FakeNextToken(seq_id, context);
+  }
+  // Reports each step's compute time as fixed_ms + per_token_ms × its positions (default: 0).
+  void SetStepCost(double fixed_ms, double per_token_ms) {
+    fixed_ms_ = fixed_ms;
+    per_token_ms_ = per_token_ms;
   }
   // Gives the group a draft model proposing draft(seq_id, context).
   void SetDraftModel(std::function<int32_t(uint64_t, const std::vector<int32_t>&)> draft) { draft_ = std::move(draft); }
@@ -266,6 +274,8 @@ class FakeKvWorker {
   std::function<int32_t(uint64_t, const std::vector<int32_t>&)> override_;
   std::function<int32_t(uint64_t, const std::vector<int32_t>&)> draft_;
   int64_t num_draft_reads_ = 0;
+  double fixed_ms_ = 0;
+  double per_token_ms_ = 0;
   int64_t num_steps_ = 0;
   int64_t num_draft_rows_ = 0;
 };

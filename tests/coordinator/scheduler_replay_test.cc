@@ -77,7 +77,7 @@ TEST(SchedulerReplayTest, SpeculatingRequestsFinishWithTheirOwnTokens) {
     lost_config.has_draft_model = true;
     Harness lost(lost_config, 64);
     lost.worker().SetNextToken(testing_coordinator::FakeRepetitiveToken);
-    lost.worker().SetDraftModel(testing_coordinator::FakeRepetitiveDraft);
+    lost.worker().SetDraftModel(testing_coordinator::FakeRepetitiveToken);  // always right: never paused
     std::vector<ScheduleRequest> requests;
     for (uint64_t id = 1; id <= 4; ++id) {
       ScheduleRequest r = Request(id, {5, 9, 2, 5, 9, 2, static_cast<int32_t>(id)}, 40);
