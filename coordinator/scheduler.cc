@@ -115,7 +115,7 @@ Status Scheduler::Add(ScheduleRequest request) {
   RETURN_IF_ERROR(ValidateSpeculativeConfig(request.speculative));
   if (request.speculative.enabled() && request.speculative.method == SpeculativeMethod::kDraft &&
       !config_.has_draft_model) {
-    return FailedPrecondition("speculative method draft needs a worker group started with a draft model "
+    return InvalidArgument("speculative method draft needs a worker group started with a draft model "
                               "(tpserve serve --draft-model FILE)");
   }
   if (request.beam.enabled()) RETURN_IF_ERROR(CheckBeamRequest(request));

@@ -193,7 +193,7 @@ TEST(SchedulerSpeculationTest, RefusesABadConfig) {
   r.speculative = Ngram(kMaxSpeculativeTokens + 1);
   EXPECT_EQ(scheduler.Add(r).code(), StatusCode::kInvalidArgument);
   r.speculative = DraftModel(4);  // the group has no draft model
-  EXPECT_EQ(scheduler.Add(r).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler.Add(r).code(), StatusCode::kInvalidArgument);
   Scheduler drafting(WithDraftModel(Config(64)), 64, 4);
   EXPECT_TRUE(drafting.Add(r).ok());
 }

@@ -204,6 +204,9 @@ def test_bad_requests(server, client, model):
     assert bad.value.body["param"] == "messages[0].role"
     status, _, body = raw_request(server, "POST", "/v1/completions", b'{"prompt": "\xff\xfe"}')
     assert status == 400 and b"UTF-8" in body
+    with pytest.raises(openai.BadRequestError) as bad:  # this server has no draft model
+        client.completions.create(model=model, prompt=PROMPT, extra_body={"speculative": {"method": "draft"}})
+    assert "--draft-model" in bad.value.body["message"]
     with pytest.raises(openai.NotFoundError):
         client.completions.create(model="no-such-model", prompt=PROMPT)
     status, _, _ = raw_request(server, "GET", "/v2/nothing")
