@@ -91,6 +91,8 @@ void WorkerMessages(const std::filesystem::path& dir) {
   hello.vocab_size = 49152;
   hello.hostname = "node0";
   Write(dir, "hello", EncodeWorkerMessage(WorkerMessage(hello)));
+  hello.draft_model = ModelFingerprint{500, std::string(32, 'd')};
+  Write(dir, "hello_draft_model", EncodeWorkerMessage(WorkerMessage(hello)));
   StepPlan plan;
   plan.step_id = 3;
   SequencePlan seq;
@@ -111,6 +113,15 @@ void WorkerMessages(const std::filesystem::path& dir) {
   result.step_id = 3;
   result.sequences = {{1, 504, -0.5f, {{504, -0.5f}, {7, -2.0f}}, {}}};
   Write(dir, "step_result", EncodeStepResult(result));
+  // Speculation by a draft model: catch-up and proposals asked for, and the proposals coming back.
+  plan.sequences[0].draft_model = true;
+  plan.sequences[0].draft_catch_up = {17, 18, 19};
+  plan.sequences[0].num_proposals = 4;
+  plan.sequences[1].token_ids = {504, 2365};
+  plan.sequences[1].num_draft_tokens = 1;
+  Write(dir, "step_plan_draft_model", EncodeWorkerMessage(WorkerMessage(plan)));
+  result.proposals = {{1, {504, 7, 7, 9}}};
+  Write(dir, "step_result_proposals", EncodeWorkerMessage(WorkerMessage(result)));
   Write(dir, "heartbeat", EncodeWorkerMessage(WorkerMessage(HeartbeatMessage{5, 1700000000000000, false})));
   Write(dir, "error", EncodeWorkerMessage(WorkerMessage(ErrorMessage{StatusCode::kInternal, "boom", 3, true})));
 }
