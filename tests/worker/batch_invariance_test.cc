@@ -15,17 +15,8 @@
 namespace tpserve::testing {
 namespace {
 
-RandomLlama Model() {
-  RandomLlamaShape shape;
-  shape.num_heads = 6;
-  shape.num_kv_heads = 3;
-  shape.head_dim = 32;
-  shape.hidden_size = 96;
-  shape.vocab_size = 211;
-  shape.type = DType::kQ8_0;  // the quantised path too: activation quantisation is per token
-  shape.seed = 4;
-  return MakeRandomLlama(shape);
-}
+// Q8_0 matrices: the quantised path too (activation quantisation is per token).
+RandomLlama Model() { return MakeQ8Llama(/*seed=*/4); }
 
 constexpr int kBlockSize = 4;
 

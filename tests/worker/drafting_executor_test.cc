@@ -21,17 +21,7 @@ constexpr int kPrompt = 9;
 constexpr int kProposals = 5;
 constexpr int64_t kPages = 32;
 
-RandomLlama Target() {
-  RandomLlamaShape shape;
-  shape.num_heads = 6;
-  shape.num_kv_heads = 3;
-  shape.head_dim = 32;
-  shape.hidden_size = 96;
-  shape.vocab_size = 211;
-  shape.type = DType::kQ8_0;
-  shape.seed = 9;
-  return MakeRandomLlama(shape);
-}
+RandomLlama Target() { return MakeQ8Llama(/*seed=*/9); }
 
 // Another model of the same vocabulary: one layer, fewer heads.
 RandomLlama Draft() {
@@ -44,23 +34,6 @@ RandomLlama Draft() {
   shape.vocab_size = 211;
   shape.seed = 21;
   return MakeRandomLlama(shape);
-}
-
-SamplingParams Sampled() {
-  SamplingParams s;
-  s.temperature = 0.9f;
-  s.top_k = 50;
-  s.top_p = 0.95f;
-  s.repetition_penalty = 1.2f;
-  s.presence_penalty = 0.2f;
-  s.seed = 77;
-  return s;
-}
-
-SamplingParams GreedyWithPenalty() {
-  SamplingParams s;
-  s.repetition_penalty = 1.3f;
-  return s;
 }
 
 std::unique_ptr<StepExecutor> Borrow(ModelExecutor* executor) {
@@ -143,7 +116,7 @@ void ExpectSameRow(const SequenceResult& got, const SequenceResult& want, const 
 TEST(DraftingExecutorTest, ProposalsAreTheDraftModelsOwnDecodingAndRowsArePlain) {
   const RandomLlama target = Target(), draft = Draft();
   const std::vector<int32_t> prompt = RandomTokens(kPrompt, target.config.vocab_size, 3);
-  for (const SamplingParams& sampling : {GreedyWithPenalty(), Sampled()}) {
+  for (const SamplingParams& sampling : {GreedyWithPenalty(), SeededSamplingWithPenalties()}) {
     SCOPED_TRACE(sampling.is_greedy() ? "greedy" : "sampled");
     LocalEngine t = MakeLocalEngine(target.config, target.weights, kBlockSize, kPages, 2);
     LocalEngine d = MakeLocalEngine(draft.config, draft.weights, kBlockSize, kPages, 2);
@@ -186,7 +159,7 @@ TEST(DraftingExecutorTest, ProposalsAreTheDraftModelsOwnDecodingAndRowsArePlain)
 TEST(DraftingExecutorTest, TheTargetAsItsOwnDraftIsAlwaysRightSampledToo) {
   const RandomLlama target = Target();
   const std::vector<int32_t> prompt = RandomTokens(kPrompt, target.config.vocab_size, 4);
-  for (const SamplingParams& sampling : {GreedyWithPenalty(), Sampled()}) {
+  for (const SamplingParams& sampling : {GreedyWithPenalty(), SeededSamplingWithPenalties()}) {
     LocalEngine t = MakeLocalEngine(target.config, target.weights, kBlockSize, kPages, 2);
     LocalEngine d = MakeLocalEngine(target.config, target.weights, kBlockSize, kPages, 2);
     auto drafting = Drafting(t.executor.get(), d.executor.get());
@@ -202,14 +175,14 @@ TEST(DraftingExecutorTest, Tp2GivesTp1sProposalsAndTokens) {
   LocalEngine t = MakeLocalEngine(target.config, target.weights, kBlockSize, kPages, 1);
   LocalEngine d = MakeLocalEngine(draft.config, draft.weights, kBlockSize, kPages, 1);
   auto single = Drafting(t.executor.get(), d.executor.get());
-  const Drafted tp1 = PrefillAndPropose(*single, prompt, Sampled(), true);
+  const Drafted tp1 = PrefillAndPropose(*single, prompt, SeededSamplingWithPenalties(), true);
   std::vector<Drafted> ranks(2);
   ThreadGroup group(2, std::chrono::seconds(120));
   group.Run([&](Communicator& comm) {
     auto rank_target = MakeRankExecutor(target.config, target.weights, comm, kPages);
     auto rank_draft = MakeRankExecutor(draft.config, draft.weights, comm, kPages);
     auto drafting = Drafting(rank_target.get(), rank_draft.get());
-    ranks[comm.rank()] = PrefillAndPropose(*drafting, prompt, Sampled(), true);
+    ranks[comm.rank()] = PrefillAndPropose(*drafting, prompt, SeededSamplingWithPenalties(), true);
   });
   for (const Drafted& rank : ranks) {
     EXPECT_EQ(rank.first, tp1.first);

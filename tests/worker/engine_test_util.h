@@ -61,6 +61,41 @@ inline std::unique_ptr<ModelFile> OpenSyntheticGguf(const std::string& preset, D
   return std::move(file).value();
 }
 
+// The quantised model of the batch-invariance, verification and drafting tests: Q8_0 matrices, 6 query
+// and 3 KV heads of 32 (whole Q8_0 blocks per head, so TP slices fall on blocks), hidden 96, vocabulary 211.
+inline RandomLlama MakeQ8Llama(uint64_t seed) {
+  RandomLlamaShape shape;
+  shape.num_heads = 6;
+  shape.num_kv_heads = 3;
+  shape.head_dim = 32;
+  shape.hidden_size = 96;
+  shape.vocab_size = 211;
+  shape.type = DType::kQ8_0;
+  shape.seed = seed;
+  return MakeRandomLlama(shape);
+}
+
+// Seeded sampling through every filter and penalty, with top logprobs.
+inline SamplingParams SeededSamplingWithPenalties() {
+  SamplingParams s;
+  s.temperature = 0.9f;
+  s.top_k = 50;
+  s.top_p = 0.95f;
+  s.repetition_penalty = 1.2f;
+  s.frequency_penalty = 0.3f;
+  s.presence_penalty = 0.2f;
+  s.seed = 1234;
+  s.num_logprobs = 3;
+  return s;
+}
+
+// Greedy decoding with a repetition penalty (its penalty tokens matter, its draws do not).
+inline SamplingParams GreedyWithPenalty() {
+  SamplingParams s;
+  s.repetition_penalty = 1.3f;
+  return s;
+}
+
 // Rank comm.rank()'s executor in a ThreadGroup (tests/testing/thread_communicator.h) test of TP degrees:
 // blocks of 4 tokens, one kernel thread.
 inline std::unique_ptr<ModelExecutor> MakeRankExecutor(const ModelConfig& config, const WeightSource& weights,

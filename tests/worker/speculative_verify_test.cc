@@ -15,36 +15,7 @@ constexpr int kBlockSize = 4;
 constexpr int kPrompt = 9;
 constexpr int kDecodes = 10;
 
-RandomLlama Model() {
-  RandomLlamaShape shape;
-  shape.num_heads = 6;
-  shape.num_kv_heads = 3;
-  shape.head_dim = 32;
-  shape.hidden_size = 96;
-  shape.vocab_size = 211;
-  shape.type = DType::kQ8_0;
-  shape.seed = 9;
-  return MakeRandomLlama(shape);
-}
-
-SamplingParams Sampled() {
-  SamplingParams s;
-  s.temperature = 0.9f;
-  s.top_k = 50;
-  s.top_p = 0.95f;
-  s.repetition_penalty = 1.2f;
-  s.frequency_penalty = 0.3f;
-  s.presence_penalty = 0.2f;
-  s.seed = 1234;
-  s.num_logprobs = 3;
-  return s;
-}
-
-SamplingParams GreedyWithPenalty() {
-  SamplingParams s;
-  s.repetition_penalty = 1.3f;
-  return s;
-}
+RandomLlama Model() { return MakeQ8Llama(/*seed=*/9); }
 
 SequencePlan Step(uint64_t id, int32_t cached, std::vector<int32_t> tokens, const SamplingParams& sampling,
                   uint32_t sample_index, std::vector<int32_t> history) {
@@ -124,7 +95,7 @@ void ExpectVerifiedEqualsPlain(const Rows& rows) {
 
 TEST(SpeculativeVerifyTest, RowsEqualPlainDecodingAtTp1) {
   const RandomLlama model = Model();
-  for (const SamplingParams& sampling : {Sampled(), GreedyWithPenalty()}) {
+  for (const SamplingParams& sampling : {SeededSamplingWithPenalties(), GreedyWithPenalty()}) {
     LocalEngine engine = MakeLocalEngine(model.config, model.weights, kBlockSize, 32, 2);
     const Rows rows = RunPlainAndVerified(*engine.executor, model.config, sampling);
     ExpectVerifiedEqualsPlain(rows);
@@ -134,12 +105,12 @@ TEST(SpeculativeVerifyTest, RowsEqualPlainDecodingAtTp1) {
 TEST(SpeculativeVerifyTest, RowsEqualPlainDecodingAtTp2AndTp1) {
   const RandomLlama model = Model();
   LocalEngine single = MakeLocalEngine(model.config, model.weights, kBlockSize, 32, 1);
-  const Rows tp1 = RunPlainAndVerified(*single.executor, model.config, Sampled());
+  const Rows tp1 = RunPlainAndVerified(*single.executor, model.config, SeededSamplingWithPenalties());
   std::vector<Rows> ranks(2);
   ThreadGroup group(2, std::chrono::seconds(120));
   group.Run([&](Communicator& comm) {
     auto executor = MakeRankExecutor(model.config, model.weights, comm, 32);
-    ranks[comm.rank()] = RunPlainAndVerified(*executor, model.config, Sampled());
+    ranks[comm.rank()] = RunPlainAndVerified(*executor, model.config, SeededSamplingWithPenalties());
   });
   for (const Rows& rows : ranks) {
     ExpectVerifiedEqualsPlain(rows);
