@@ -21,8 +21,9 @@ and parse special tokens (Gemma).
                            [--tp 1] [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2]
                            [--kv-dtype f32|f16|bf16|q8_0] MODEL...
 Measured: bench/README.md (the K-quant files and Gemma 3 270M Q4_K_M natively, issue 13: --bos --end-ids 1,106,
-10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window) and README "Architectures,
-measured"; raw output in bench/results/greedy_vs_llama/.
+10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window; each engine vs the reference's
+greedy ids on the seven real files: --judge --prompts 40 --threads 1) and README "Architectures, measured"; raw
+output in bench/results/greedy_vs_llama/ (the 40-prompt runs: *-p40.txt).
 """
 import argparse
 import json
