@@ -13,14 +13,17 @@ prompt, the tokens before each engine's first divergence from the reference's ow
 forward pass along each engine's ids gives the reference's argmax at every generated position, and the
 first position where it is not the engine's token is where the reference's greedy run would part from that
 engine (the reference stopping where an engine ended counts as agreeing to the end); it prints the
-reference's top-2 margin there. --long N replaces the prompts by one of N paragraphs (sliding-window
-models past their window); --bos lets llama-server add the model's BOS and parse special tokens (Gemma).
-  bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--threads 2] [--tp 1]
-                           [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2]
+reference's top-2 margin there. --prompts N takes the first N of the 40 prompts (default 10, the set the
+older tables used; 11-40 add prose, code, lists, facts and dialogue openings). --long N replaces the prompts
+by one of N paragraphs (sliding-window models past their window); --bos lets llama-server add the model's BOS
+and parse special tokens (Gemma).
+  bench/greedy_vs_llama.py --llama-server BIN --tpserve-run BIN [--tokens 32] [--prompts 10] [--threads 2]
+                           [--tp 1] [--reference BIN] [--judge BIN] [--long N] [--bos] [--end-ids 0,2]
                            [--kv-dtype f32|f16|bf16|q8_0] MODEL...
 Measured: bench/README.md (the K-quant files and Gemma 3 270M Q4_K_M natively, issue 13: --bos --end-ids 1,106,
-10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window) and README "Architectures,
-measured"; raw output in bench/results/greedy_vs_llama/.
+10 prompts x 32 tokens and --long 40, a 753-token prompt past its 512-key window; each engine vs the reference's
+greedy ids on the seven real files: --judge --prompts 40 --threads 1) and README "Architectures, measured"; raw
+output in bench/results/greedy_vs_llama/ (the 40-prompt runs: *-p40.txt).
 """
 import argparse
 import json
@@ -43,6 +46,40 @@ PROMPTS = [
     "My favourite recipe for pancakes starts with",
     "The largest planet in the solar system is",
     "To be or not to be,",
+]
+# Prompts 11-40: --prompts N takes the first N of PROMPTS + MORE_PROMPTS. PROMPTS stays the 10 that the older
+# tables and bench/logits_vs_reference.py and bench/kv_dtype_logits.py (which import it) use.
+MORE_PROMPTS = [
+    "The old lighthouse keeper climbed the stairs every evening and",
+    "import numpy as np\n\ndef mean_squared_error(y_true, y_pred):",
+    "Here is a list of things to pack for a camping trip:\n1.",
+    "Photosynthesis is the process by which plants",
+    "Customer: Hi, I'd like to return a pair of shoes.\nAssistant:",
+    "The French Revolution began in the year",
+    "for (int i = 0; i < n; ++i) {",
+    "Dear Sir or Madam,\n\nI am writing to",
+    "The human heart has four chambers:",
+    "It was a dark and stormy night, and",
+    "Steps to make a cup of tea:\n1.",
+    "The speed of light in a vacuum is approximately",
+    "SELECT name, email FROM users WHERE",
+    "Alice: Did you finish the report?\nBob:",
+    "Mount Everest is located in",
+    "The benefits of regular exercise include",
+    "class Stack:\n    def __init__(self):",
+    "In 1969, the first humans to walk on the Moon were",
+    "The recipe calls for two cups of flour, one egg and",
+    "Q: What is the boiling point of water in Fahrenheit?\nA:",
+    "The main causes of climate change are",
+    "She opened the letter slowly, afraid of what it might say.",
+    "The days of the week are Monday, Tuesday,",
+    "#include <stdio.h>\n\nint main(void) {",
+    "Shakespeare wrote many plays, including",
+    "The mitochondria is often called",
+    "Teacher: Good morning, class. Today we will learn about",
+    "The Great Wall of China was built to",
+    "A good night's sleep is important because",
+    "The train left the station at noon, and by evening",
 ]
 
 
@@ -128,9 +165,12 @@ def main():
     ap.add_argument("--llama-server", required=True)
     ap.add_argument("--tpserve-run", required=True)
     ap.add_argument("--reference")
-    ap.add_argument("--judge", help="tests/testing's tpserve-teacher-logits: both engines vs the reference's greedy ids")
+    ap.add_argument("--judge",
+                    help="tests/testing's tpserve-teacher-logits: both engines vs the reference's greedy ids")
     ap.add_argument("--end-ids", default="0,2", help="end-of-turn ids (SmolLM2: <|endoftext|> 0, <|im_end|> 2)")
     ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--prompts", type=int, default=10,
+                    help=f"the first N of the {len(PROMPTS + MORE_PROMPTS)} prompts (10: the older tables' set)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--long", type=int, default=0, help="one prompt of this many paragraphs instead")
@@ -140,7 +180,9 @@ def main():
                          "attention for q8_0); default: each engine's own (tpserve f32, llama-server f16)")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
-    prompts = PROMPTS
+    if not 1 <= args.prompts <= len(PROMPTS + MORE_PROMPTS):
+        ap.error(f"--prompts must be 1 to {len(PROMPTS + MORE_PROMPTS)}")
+    prompts = (PROMPTS + MORE_PROMPTS)[:args.prompts]
     if args.long:
         prompts = [" ".join(f"Paragraph {i}: the river flows past the old mill and the children count the boats."
                             for i in range(args.long)) + " The river"]
@@ -179,7 +221,8 @@ def main():
                 same = ours == llama
                 total += args.tokens if same else n
                 identical += same
-                shown = prompt if not args.long else f"{len(prompts[0].split(':')) - 1} paragraphs, {len(ids)} prompt ids"
+                shown = prompt if not args.long else \
+                    f"{len(prompts[0].split(':')) - 1} paragraphs, {len(ids)} prompt ids"
                 line = f"  {args.tokens if same else n:3d}/{args.tokens} {shown!r}" + (
                     f" (both ended after {n})" if same and n < args.tokens else "")
                 if not same:

@@ -392,7 +392,7 @@ StatusOr<ModelConfig> SyntheticPreset(const std::string& name) {
   return c;
 }
 
-SyntheticVocab MakeSyntheticVocab(int vocab_size) {
+SyntheticVocab MakeSyntheticVocab(int vocab_size, const std::string& architecture) {
   CHECK_GE(vocab_size, 300);
   SyntheticVocab v;
   auto add = [&v](std::string s, float score, int32_t type) {
@@ -429,6 +429,11 @@ SyntheticVocab MakeSyntheticVocab(int vocab_size) {
       if (k < 0) break;
       ++s[k];
     }
+  }
+  if (architecture == "phi3") {  // Phi-3's EOS; llama.cpp and tpserve take it for the end of a turn
+    v.tokens.back() = "<|endoftext|>";
+    v.scores.back() = 0;
+    v.types.back() = 3;
   }
   return v;
 }
@@ -491,7 +496,7 @@ Status WriteSyntheticGguf(const SyntheticModelOptions& o, const std::string& pat
   if (c.sliding_window > 0) w.SetU32(p + "attention.sliding_window", c.sliding_window);
   w.SetF32(p + "attention.layer_norm_rms_epsilon", c.rms_eps);
   w.SetU32(p + "vocab_size", c.vocab_size);
-  SyntheticVocab vocab = MakeSyntheticVocab(c.vocab_size);
+  SyntheticVocab vocab = MakeSyntheticVocab(c.vocab_size, c.architecture);
   w.SetString("tokenizer.ggml.model", "llama");
   w.SetStringArray("tokenizer.ggml.tokens", vocab.tokens);
   w.SetF32Array("tokenizer.ggml.scores", vocab.scores);

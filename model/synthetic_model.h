@@ -44,13 +44,15 @@ std::string SyntheticPresetNames();  // the names above, comma-separated
 
 // The placeholder SentencePiece-style ("llama") vocabulary: <unk>, <s>, </s>, the 256 byte tokens
 // <0x00>..<0xFF>, then unique "▁"-prefixed and plain pieces built from letters, digits and
-// punctuation, with descending scores. REQUIRES: vocab_size >= 300.
+// punctuation, with descending scores. For architecture "phi3" the last id is the control token
+// <|endoftext|> instead of a piece, as Phi-3's added tokens follow its SentencePiece pieces (llama.cpp
+// refuses a vocabulary named phi3 without it). REQUIRES: vocab_size >= 300.
 struct SyntheticVocab {
   std::vector<std::string> tokens;  // [V]
   std::vector<float> scores;        // [V]
   std::vector<int32_t> types;       // [V] llama.cpp token types: 1 normal, 2 unknown, 3 control, 6 byte
 };
-SyntheticVocab MakeSyntheticVocab(int vocab_size);
+SyntheticVocab MakeSyntheticVocab(int vocab_size, const std::string& architecture = "llama");
 
 // Writes the GGUF file (v3, 32-byte aligned, with the vocabulary above). INVALID_ARGUMENT for an
 // invalid config or a column count that is not a multiple of 32 for a quantised type;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -74,6 +75,32 @@ TEST(SyntheticModelTest, VocabularyIsValidForAnySize) {
       EXPECT_TRUE(split) << t;
     }
   }
+}
+
+// The phi3 vocabulary ends with Phi-3's <|endoftext|> (control), which llama.cpp requires of a vocabulary
+// named phi3; every other id is the llama vocabulary's. The written file's tokenizer reads it as one id and
+// ends a turn there.
+TEST(SyntheticModelTest, Phi3VocabularyCarriesEndOfText) {
+  const SyntheticVocab llama = MakeSyntheticVocab(300), phi3 = MakeSyntheticVocab(300, "phi3");
+  ASSERT_EQ(phi3.tokens.size(), 300u);
+  EXPECT_EQ(phi3.tokens.back(), "<|endoftext|>");
+  EXPECT_EQ(phi3.types.back(), 3);
+  EXPECT_EQ(std::vector<std::string>(phi3.tokens.begin(), phi3.tokens.end() - 1),
+            std::vector<std::string>(llama.tokens.begin(), llama.tokens.end() - 1));
+  EXPECT_EQ(std::count(llama.tokens.begin(), llama.tokens.end(), "<|endoftext|>"), 0);
+
+  SyntheticModelOptions o;
+  o.config = *SyntheticPreset("phi3-tiny");
+  const std::string path = TempPath("phi3.gguf");
+  ASSERT_TRUE(WriteSyntheticGguf(o, path).ok());
+  StatusOr<std::unique_ptr<GgufFile>> g = GgufFile::Open(path);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  StatusOr<std::unique_ptr<Tokenizer>> t = Tokenizer::FromGguf(**g);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ((*t)->Encode("<|endoftext|>", false), std::vector<int32_t>{299});
+  EXPECT_EQ((*t)->eot_id(), 299);
+  EXPECT_EQ((*t)->eos_id(), 2);
+  std::remove(path.c_str());
 }
 
 TEST(SyntheticModelTest, PresetsAreValidAndUnknownIsAnError) {
