@@ -247,6 +247,9 @@ StepPlan Scheduler::Schedule() {
   const int32_t num_decodes = static_cast<int32_t>(std::count_if(
       running_.begin(), running_.end(), [this](const Sequence* s) { return PrefillTarget(*s) - s->num_computed == 1; }));
   min_acceptance_ = step_cost_.BreakEvenAcceptance(num_decodes, SpeculationState::kMinAcceptance);
+  // Until the step cost at this batch is known, one step in kExploreInterval proposes nothing: decode
+  // steps that all propose alike have one size, from which a per-position cost cannot be told.
+  exploring_ = !step_cost_.Fit(num_decodes).has_value() && num_steps_ % kExploreInterval == kExploreInterval - 1;
   struct Scheduled {
     Sequence* seq;
     int32_t num_tokens;           // its own new tokens
@@ -384,10 +387,11 @@ SequencePlan Scheduler::MakePlan(const Sequence& seq, int32_t num_new_tokens, co
   const int32_t num_drafts = static_cast<int32_t>(drafts.size());
   p.token_ids.reserve(num_new_tokens + num_drafts);
   for (int32_t i = 0; i < num_new_tokens; ++i) p.token_ids.push_back(seq.token_at(seq.num_computed + i));
-  if (UsesDraftModel(seq) && (num_drafts > 0 || num_new_tokens > 1)) {
+  if (UsesDraftModel(seq) && (num_drafts > 0 || (num_new_tokens > 1 && min_acceptance_ < 1))) {
     // The worker's draft model proposes them; it first reads what it has not seen of the sequence. It
-    // reads prefill chunks as they come, and skips plain decodes (it catches up on them when it
-    // proposes next).
+    // reads prefill chunks as they come (a prompt is cheaper read in its prefill than in a decode
+    // step), unless no proposal pays at this batch, and skips plain decodes (catching up on them when
+    // it next proposes).
     p.draft_model = true;
     for (int32_t i = seq.num_draft_computed; i < seq.num_computed; ++i) p.draft_catch_up.push_back(seq.token_at(i));
     p.num_proposals = num_drafts;
@@ -451,10 +455,15 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
                            std::to_string(num_needing));
   }
   RETURN_IF_ERROR(CheckPromptLogprobs(plan, result));
-  if (result.compute_ms > 0) {  // fakes report none
+  // The cost of steady decode steps only (what a proposal adds to): a prefill chunk's tokens, and a draft
+  // model's catch-up on a prompt, cost another rate.
+  const bool decodes_only = std::all_of(plan.sequences.begin(), plan.sequences.end(), [](const SequencePlan& seq) {
+    return seq.token_ids.size() - seq.num_draft_tokens == 1 && seq.draft_catch_up.size() <= 1;
+  });
+  if (decodes_only && result.compute_ms > 0) {  // fakes report no time
     int64_t num_positions = 0;
     for (const InFlightSequence& planned : in_flight_plan_) num_positions += planned.num_tokens + planned.drafts.size();
-    step_cost_.Observe(num_positions, result.compute_ms);
+    step_cost_.Observe(static_cast<int32_t>(in_flight_plan_.size()), num_positions, result.compute_ms);
   }
 
   in_flight_ = false;

@@ -295,6 +295,8 @@ class Scheduler {
   // batch (Schedule sets it; Drafts reads it).
   StepCost step_cost_;
   double min_acceptance_ = SpeculationState::kMinAcceptance;
+  static constexpr int64_t kExploreInterval = 4;
+  bool exploring_ = false;  // this step proposes nothing (Schedule sets it)
 };
 
 }  // namespace tpserve

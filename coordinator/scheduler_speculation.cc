@@ -14,7 +14,7 @@ bool Scheduler::UsesDraftModel(const Sequence& seq) const {
 
 std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const {
   if (!seq.speculative.enabled() || seq.num_uncomputed() != 1 || seq.needs_prompt_logprobs() ||
-      HasPendingChildren(seq)) {
+      HasPendingChildren(seq) || exploring_) {
     return {};
   }
   // Row j of the step samples output token O + j: the last one allowed is max_tokens - 1, and the
@@ -25,10 +25,12 @@ std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const 
   const bool paused = seq.speculation.is_paused(min_acceptance_);
   if (seq.speculative.method == SpeculativeMethod::kDraft) {
     // The worker's draft model proposes them in the step itself: reserve their slots. Its proposals
-    // are not free, so a paused sequence only probes, with one proposal every kProbeInterval steps.
+    // are not free (its catch-up on the tokens since its last proposal included), so a paused
+    // sequence only probes, with one proposal every kProbeInterval steps.
     if (!UsesDraftModel(seq)) return {};
     if (!paused) return std::vector<int32_t>(k, kProposalToCome);
-    if (++seq.speculation.paused_steps < SpeculationState::kProbeInterval) return {};
+    // Where a verified position costs what a token is worth (break-even 1) no acceptance pays: no probe.
+    if (min_acceptance_ >= 1 || ++seq.speculation.paused_steps < SpeculationState::kProbeInterval) return {};
     seq.speculation.paused_steps = 0;
     return {kProposalToCome};
   }

@@ -94,8 +94,9 @@ struct SpeculationState {
   int64_t num_draft_tokens = 0;    // proposals verified
   int64_t num_accepted_tokens = 0; // of those, kept as output
 
-  // Whether proposals cost more than they yield at this break-even acceptance.
-  bool is_paused(double min_acceptance) const { return acceptance < min_acceptance; }
+  // Whether proposals cost at least what they yield at this break-even acceptance (at 1, where a
+  // verified position costs what a token is worth, even a perfect record does not pay).
+  bool is_paused(double min_acceptance) const { return !(acceptance > min_acceptance); }
   // After a step verified `proposed` (> 0) tokens and kept `accepted` of them: k grows by one
   // after a step that kept all it proposed, up to max_k, and otherwise shrinks to accepted + 1.
   void OnVerified(int32_t proposed, int32_t accepted, int32_t max_k);

@@ -178,8 +178,9 @@ TEST(SchedulerSpeculationTest, PausesWhereTheStepCostSaysProposalsDoNotPay) {
     h.ExpectNoLeaks();
     return ms;
   };
-  // Alone, a draft right 19 times in 20: 15 % less time than plain decoding (measured 0.85x).
-  EXPECT_LT(simulated_ms(1, Mode::kCostAware, 20), 0.9 * simulated_ms(1, Mode::kPlain, 20));
+  // Alone, a draft right 19 times in 20: less time than plain decoding (measured 0.90x, the steps that
+  // explore the cost included).
+  EXPECT_LT(simulated_ms(1, Mode::kCostAware, 20), 0.93 * simulated_ms(1, Mode::kPlain, 20));
   // Batched, right 9 times in 10: speculating regardless costs 10 % more than plain decoding, the
   // cost-aware pause 3 % (probes, and the steps before the cost is known).
   const double plain = simulated_ms(16, Mode::kPlain, 10), aware = simulated_ms(16, Mode::kCostAware, 10);
@@ -216,7 +217,7 @@ TEST(SchedulerSpeculationTest, DraftModelProposalsKeepTheSoloTokens) {
   EXPECT_LT(stats.num_accepted_tokens, stats.num_draft_tokens) << "FakeRepetitiveDraft is wrong at times";
   EXPECT_EQ(h.worker().num_draft_rows(), stats.num_draft_tokens);
   EXPECT_LT(h.worker().num_steps(), 1 + 60);
-  // The draft read the prompt with its prefill (two chunks of 16 at most) and every decode step after.
+  // The draft read the prompt with its prefill, and the tokens since its last proposal at each one after.
   EXPECT_GT(h.worker().num_draft_reads(), 0);
   const SequenceEvent& finish = h.finished().at(S(1));
   EXPECT_EQ(finish.usage.num_draft_tokens, stats.num_draft_tokens);
