@@ -154,7 +154,7 @@ class ServeFlagParser {
                             {"--draft-model", "a small model of the same vocabulary for speculative draft "
                              "(loaded on every rank)", ""}};
   PassThrough coordinator_[9] = {{"--max-num-seqs", "sequences running at once", ""},
-                                 {"--speculative", "speculative decoding by default: off, ngram:K or draft:K (same tokens)", ""},
+                                 {"--speculative", "speculative decoding by default: off, ngram:K or draft:K", ""},
                                  {"--max-replays", "re-run a request this many times when its worker group is lost", ""},
                                  {"--max-batched-tokens", "token budget of one step", ""},
                                  {"--max-queue", "waiting sequences before `overloaded` (HTTP 429)", ""},

@@ -116,7 +116,7 @@ Status Scheduler::Add(ScheduleRequest request) {
   if (request.speculative.enabled() && request.speculative.method == SpeculativeMethod::kDraft &&
       !config_.has_draft_model) {
     return InvalidArgument("speculative method draft needs a worker group started with a draft model "
-                              "(tpserve serve --draft-model FILE)");
+                           "(tpserve serve --draft-model FILE)");
   }
   if (request.beam.enabled()) RETURN_IF_ERROR(CheckBeamRequest(request));
   const uint64_t first_id = SequenceIdOf(request.request_id, 0);
@@ -244,8 +244,8 @@ void Scheduler::ForkChildren(Sequence* leader) {
 StepPlan Scheduler::Schedule() {
   CHECK(!in_flight_) << "Schedule() with step " << in_flight_step_id_ << " still in flight";
   int32_t budget = config_.max_num_batched_tokens;
-  const int32_t num_decodes = static_cast<int32_t>(std::count_if(
-      running_.begin(), running_.end(), [this](const Sequence* s) { return PrefillTarget(*s) - s->num_computed == 1; }));
+  auto is_decode = [this](const Sequence* s) { return PrefillTarget(*s) - s->num_computed == 1; };
+  const int32_t num_decodes = static_cast<int32_t>(std::count_if(running_.begin(), running_.end(), is_decode));
   min_acceptance_ = step_cost_.BreakEvenAcceptance(num_decodes, SpeculationState::kMinAcceptance);
   // Until the step cost at this batch is known, one step in kExploreInterval proposes nothing: decode
   // steps that all propose alike have one size, from which a per-position cost cannot be told.

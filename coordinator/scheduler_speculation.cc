@@ -34,8 +34,8 @@ std::vector<int32_t> Scheduler::Drafts(Sequence& seq, int32_t max_drafts) const 
     seq.speculation.paused_steps = 0;
     return {kProposalToCome};
   }
-  std::vector<int32_t> proposed =
-      ProposeNgram(seq.prompt_ids, seq.output_ids, paused ? 1 : k, seq.speculative.min_ngram, seq.speculative.max_ngram);
+  std::vector<int32_t> proposed = ProposeNgram(seq.prompt_ids, seq.output_ids, paused ? 1 : k,
+                                               seq.speculative.min_ngram, seq.speculative.max_ngram);
   if (!paused) return proposed;
   seq.speculation.shadow = proposed.empty() ? -1 : proposed[0];
   return {};
@@ -63,8 +63,9 @@ Status Scheduler::TakeProposals(const StepResult& result) {
   return OkStatus();
 }
 
-std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_tokens, const std::vector<int32_t>& drafts,
-                                                   const SequenceResult* rows, double now) {
+std::vector<SequenceEvent> Scheduler::ApplySampled(Sequence* seq, int32_t num_tokens,
+                                                   const std::vector<int32_t>& drafts, const SequenceResult* rows,
+                                                   double now) {
   // Rows 0..accepted: the proposals equal to the tokens sampled before them, then one more.
   const int32_t num_drafts = static_cast<int32_t>(drafts.size());
   int32_t accepted = 0;

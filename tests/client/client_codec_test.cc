@@ -98,8 +98,8 @@ TEST(ClientCodecTest, BeamSearchRoundTrips) {
 }
 
 TEST(ClientCodecTest, SpeculativeRoundTripsAndParses) {
-  for (SpeculativeChoice method : {SpeculativeChoice::kServerDefault, SpeculativeChoice::kOff, SpeculativeChoice::kNgram,
-                                   SpeculativeChoice::kDraft}) {
+  for (SpeculativeChoice method : {SpeculativeChoice::kServerDefault, SpeculativeChoice::kOff,
+                                   SpeculativeChoice::kNgram, SpeculativeChoice::kDraft}) {
     ClientMessage in = FullGenerate();
     in.generate.speculative = {method, method == SpeculativeChoice::kServerDefault ? 0u : 6u};
     const std::string bytes = EncodeClientMessage(in);

@@ -102,7 +102,9 @@ class FakeKvWorker {
     for (const auto& [src, dst] : drafting_plan.block_copies) {
       EXPECT_NE(src, dst);
       for (int32_t j = 0; j < block_size_; ++j) slots_[dst * block_size_ + j] = slots_[src * block_size_ + j];
-      for (int32_t j = 0; j < block_size_; ++j) draft_slots_[dst * block_size_ + j] = draft_slots_[src * block_size_ + j];
+      for (int32_t j = 0; j < block_size_; ++j) {
+        draft_slots_[dst * block_size_ + j] = draft_slots_[src * block_size_ + j];
+      }
     }
     const StepPlan plan = Draft(drafting_plan, &result);
     std::vector<int32_t> written_by(slots_.size(), -1);  // plan index that wrote each slot this step

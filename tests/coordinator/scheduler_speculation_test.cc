@@ -148,10 +148,11 @@ TEST(SchedulerSpeculationTest, StopsProposingWhereProposalsAreWrong) {
 
 // The pause follows the group's measured step cost (coordinator/step_cost.h). With a = 11 ms and
 // b = 16 ms per position (this CPU's figures), a draft right 19 times in 20 pays alone (break-even
-// acceptance 0.59) and one right 9 in 10 does not pay in a batch of 16 decodes (0.96). Time is counted from the plans at that
-// cost: speculation must beat plain decoding alone, and in the batch the cost-aware pause must beat
-// speculating on without it (the worker reporting no step time leaves the fixed 0.6 break-even) and
-// stay near plain decoding. The tokens are the solo ones every time.
+// acceptance 0.59), and one right 9 times in 10 does not pay in a batch of 16 decodes (0.96). Time
+// is counted from the plans at that cost: speculation must beat plain decoding alone, and in the
+// batch the cost-aware pause must beat speculating on without it (the worker reporting no step
+// time leaves the fixed 0.6 break-even) and stay near plain decoding. The tokens are the solo ones
+// every time.
 TEST(SchedulerSpeculationTest, PausesWhereTheStepCostSaysProposalsDoNotPay) {
   enum class Mode { kPlain, kCostBlind, kCostAware };
   auto simulated_ms = [](int num_requests, Mode mode, int wrong_one_in) {

@@ -132,7 +132,8 @@ TEST(DraftingExecutorTest, ProposalsAreTheDraftModelsOwnDecodingAndRowsArePlain)
     int32_t last = read.first;
     for (int j = 0; j < kProposals; ++j) {
       history.push_back(last);
-      last = RunOne(plain, Step(kPrompt + j, {last}, sampling, static_cast<uint32_t>(j + 1), history)).sequences.at(0).token_id;
+      const SequencePlan next = Step(kPrompt + j, {last}, sampling, static_cast<uint32_t>(j + 1), history);
+      last = RunOne(plain, next).sequences.at(0).token_id;
       EXPECT_EQ(read.proposals[j], last) << "proposal " << j;
     }
 
@@ -152,7 +153,9 @@ TEST(DraftingExecutorTest, ProposalsAreTheDraftModelsOwnDecodingAndRowsArePlain)
     auto late = Drafting(t2.executor.get(), d2.executor.get());
     const Drafted caught_up = PrefillAndPropose(*late, prompt, sampling, /*draft_reads_prefill=*/false);
     EXPECT_EQ(caught_up.proposals, read.proposals);
-    for (int j = 0; j <= kProposals; ++j) ExpectSameRow(caught_up.rows[j], read.rows[j], "caught-up row " + std::to_string(j));
+    for (int j = 0; j <= kProposals; ++j) {
+      ExpectSameRow(caught_up.rows[j], read.rows[j], "caught-up row " + std::to_string(j));
+    }
   }
 }
 
