@@ -505,6 +505,8 @@ StatusOr<std::vector<SequenceEvent>> Scheduler::Postprocess(const StepPlan& plan
     }
     std::vector<SequenceEvent> applied = ApplySampled(seq, planned.num_tokens, planned.drafts, sampled, now);
     if (planned.draft_model) seq->num_draft_computed = std::min(seq->num_computed, draft_end);
+    // A draft model that drew none of the proposals asked for leaves the reserved slots unused.
+    if (planned.draft_model && planned.drafts.empty() && !seq->is_finished()) block_manager_.DropLookahead(*seq);
     if (seq->is_finished()) live_.erase(it);
     for (SequenceEvent& event : applied) events.push_back(std::move(event));
   }
