@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
@@ -205,6 +206,107 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
   for (int t = 0; t < NT; ++t)
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc.Result(r, t);
 }
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#define TPSERVE_QUANT_PAIRS 1
+// AVX-512, MatMul's reduction for two tokens at once: token 2p's 8 f32 lanes in lanes 0..7 of one zmm
+// accumulator and token 2p + 1's in lanes 8..15. Each lane does what its FloatSums lane does, in the same
+// order: the exact integer dot, its f32, one fma with the f32 product d_w · d_a (a product is rounded the
+// same in a vector), and the offset term beside it (mul then add, no fma). Half the instructions per
+// output of the 8-lane tiles (tpserve-bench-kernels, prefill T = 128).
+inline __m512i PairOf(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+inline __m256 Half8(__m512 v, int half) {
+  return half == 0 ? _mm512_castps512_ps256(v) : _mm512_extractf32x8_ps(v, 1);
+}
+
+// One weight block beside both halves of a token pair.
+struct PairWeight {
+  __m512i q;      // the 32 values in both halves; signed types: their absolute values
+  __mmask64 neg;  // signed types: the values below 0
+  __m512i lane_scale, lane_min;
+  __m512 d, dmin;
+};
+
+template <DType kType>
+inline PairWeight ToPair(const WeightBlock& wb) {
+  PairWeight pw;
+  const __m512i q = PairOf(wb.q, wb.q);
+  pw.q = IsUnsignedQuant(kType) ? q : _mm512_abs_epi8(q);
+  pw.neg = IsUnsignedQuant(kType) ? 0 : _mm512_movepi8_mask(q);
+  if constexpr (HasHalfScales(kType)) pw.lane_scale = PairOf(wb.lane_scale, wb.lane_scale);
+  if constexpr (MinKindOf(kType) == MinKind::kHalves) pw.lane_min = PairOf(wb.lane_min, wb.lane_min);
+  pw.d = _mm512_set1_ps(wb.d);
+  pw.dmin = _mm512_set1_ps(wb.dmin);
+  return pw;
+}
+
+// The pair's integer lanes: u8 × s8 as DotU8S8; signed × signed as DotS8S8's |w| · (a with w's sign)
+// (where w is 0 both give 0).
+template <DType kType>
+inline __m512i PairLanes(const PairWeight& pw, __m512i aq) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i a = IsUnsignedQuant(kType) ? aq : _mm512_mask_sub_epi8(aq, pw.neg, zero, aq);
+  __m512i dot = _mm512_dpbusd_epi32(zero, pw.q, a);
+  if constexpr (HasHalfScales(kType)) dot = _mm512_mullo_epi32(dot, pw.lane_scale);
+  return dot;
+}
+
+template <DType kType, int NR, int NT>
+void QuantPairTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols, float* y,
+                   int64_t y_stride) {
+  static_assert(NT % 2 == 0);
+  constexpr int NP = NT / 2;
+  constexpr MinKind kMin = MinKindOf(kType);
+  __m512 acc[NR][NP];
+  __m128 acc_min[NT];  // lane r: row r's offset sum
+  for (int r = 0; r < NR; ++r)
+    for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_ps();
+  for (int t = 0; t < NT; ++t) acc_min[t] = _mm_setzero_ps();
+  const int64_t num_blocks = cols / kQuantBlock;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    if (b % 8 == 0) {  // as QuantTile
+      for (int r = 0; r < NR; ++r) {
+        const char* next = reinterpret_cast<const char*>(w + r * row_bytes) + (b / 8 + 2) * kBytesPer256<kType>;
+        for (int64_t off = 0; off < kBytesPer256<kType>; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+      }
+    }
+    WeightBlock wb[NR];
+    PairWeight pw[NR];
+    for (int r = 0; r < NR; ++r) {
+      wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
+      pw[r] = ToPair<kType>(wb[r]);
+    }
+    const __m128 m = Gather4(wb, &WeightBlock::m);
+    for (int p = 0; p < NP; ++p) {
+      const BlockQ8Act& a0 = reinterpret_cast<const BlockQ8Act*>(x + 2 * p * x_stride)[b];
+      const BlockQ8Act& a1 = reinterpret_cast<const BlockQ8Act*>(x + (2 * p + 1) * x_stride)[b];
+      const __m512i aq = PairOf(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0.qs)),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a1.qs)));
+      const __m512 ad = _mm512_insertf32x8(_mm512_set1_ps(a0.d), _mm256_set1_ps(a1.d), 1);
+      __m512i sums = _mm512_setzero_si512();
+      if constexpr (kMin == MinKind::kHalves) sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), aq);
+      for (int r = 0; r < NR; ++r) {
+        const __m512i dot = PairLanes<kType>(pw[r], aq);
+        acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(pw[r].d, ad), acc[r][p]);
+        if constexpr (kMin == MinKind::kHalves) {
+          const __m512 neg_scale = _mm512_xor_ps(_mm512_mul_ps(pw[r].dmin, ad), _mm512_set1_ps(-0.0f));
+          const __m512 min_lanes = _mm512_cvtepi32_ps(_mm512_mullo_epi32(sums, pw[r].lane_min));
+          acc[r][p] = _mm512_fmadd_ps(min_lanes, neg_scale, acc[r][p]);
+        }
+      }
+      if constexpr (kMin == MinKind::kOffset) {
+        acc_min[2 * p] = _mm_add_ps(acc_min[2 * p], _mm_mul_ps(m, _mm_set1_ps(a0.sum)));
+        acc_min[2 * p + 1] = _mm_add_ps(acc_min[2 * p + 1], _mm_mul_ps(m, _mm_set1_ps(a1.sum)));
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    alignas(16) float offset[4];
+    _mm_store_ps(offset, acc_min[t]);
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold8(Half8(acc[r][t / 2], t % 2)) + offset[r];
+  }
+}
+#endif
 #else
 // Portable path: exact integer lanes (lane i = scale_h · Σ_{j<4} q[4i+j]·a[4i+j], as in the SIMD
 // paths; Q2_K's minimum lanes min_h · Σ_{j<4} a[4i+j]).
@@ -294,15 +396,21 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 }
 #endif
 
+// The tile for NR rows × NT tokens: MatMul's for an even number of tokens on AVX-512 takes token pairs.
+template <DType kType, template <int, int> class Sums, int NR, int NT>
+constexpr TileFn<typename Sums<NR, NT>::Out> Tile() {
+#if TPSERVE_QUANT_PAIRS
+  if constexpr (std::is_same_v<Sums<NR, NT>, FloatSums<NR, NT>> && NT % 2 == 0) return QuantPairTile<kType, NR, NT>;
+#endif
+  return QuantTile<kType, Sums, NR, NT>;
+}
+
 template <DType kType, template <int, int> class Sums>
 TileTable<typename Sums<1, 1>::Out> MakeTable() {
   return TileTable<typename Sums<1, 1>::Out>{{
-      {QuantTile<kType, Sums, 1, 1>, QuantTile<kType, Sums, 1, 2>, QuantTile<kType, Sums, 1, 3>,
-       QuantTile<kType, Sums, 1, 4>},
-      {QuantTile<kType, Sums, 2, 1>, QuantTile<kType, Sums, 2, 2>, QuantTile<kType, Sums, 2, 3>,
-       QuantTile<kType, Sums, 2, 4>},
-      {QuantTile<kType, Sums, 4, 1>, QuantTile<kType, Sums, 4, 2>, QuantTile<kType, Sums, 4, 3>,
-       QuantTile<kType, Sums, 4, 4>},
+      {Tile<kType, Sums, 1, 1>(), Tile<kType, Sums, 1, 2>(), Tile<kType, Sums, 1, 3>(), Tile<kType, Sums, 1, 4>()},
+      {Tile<kType, Sums, 2, 1>(), Tile<kType, Sums, 2, 2>(), Tile<kType, Sums, 2, 3>(), Tile<kType, Sums, 2, 4>()},
+      {Tile<kType, Sums, 4, 1>(), Tile<kType, Sums, 4, 2>(), Tile<kType, Sums, 4, 3>(), Tile<kType, Sums, 4, 4>()},
   }};
 }
 
