@@ -269,7 +269,8 @@ def coordinator_restarts(args, got):
 
 def report(args, samples):
     print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
-          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after every fault")
+          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after "
+          "every fault")
     print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
     for kind, got in samples.items():
         d = [s["detection_s"] for s in got]
