@@ -12,7 +12,17 @@ same requests (made first, on the same server). Prints p50 / max per kind; --jso
 The relaunch backoff is --restart-backoff-ms (default here 0: the figures are the recovery's own; `tpserve
 serve` waits 500 ms before a first relaunch by default, doubling for further ones in a row).
 
-Usage: bench/fault_injection.py [--faults-per-kind 20] [--build build] [--model M] [--tp 2] [--json OUT]
+The kind coordinator-restart (--kinds coordinator-restart) runs a standalone tpserve-coordinator and an
+`mpirun -np N tpserve-worker` group instead; the coordinator is killed (SIGKILL) mid-stream and a new one
+started on the same ports at once. Per fault:
+
+  detection  kill -> the group's leader logs that the coordinator went silent (its stderr, read as it comes)
+  register   kill -> the new coordinator counts the group again (same rank processes: no model reload)
+  ttft       kill -> the first token of the requests resubmitted (with the seeds their first run reported)
+             once the new coordinator has a group (before that it answers `unavailable, retry later`)
+
+Usage: bench/fault_injection.py [--faults-per-kind 20] [--kinds K,...] [--build build] [--model M] [--tp 2]
+                                [--json OUT]
 """
 import argparse
 import json
@@ -75,8 +85,9 @@ def worker_ranks(session, lost):
     return ranks
 
 
-def stream(endpoint, i, out):
+def stream(endpoint, i, out, params_override=None):
     prompt, params = REQUESTS[i]
+    params = dict(params, **(params_override or {}))
     try:
         with tpserve.Client(endpoint, timeout=120) as client:
             with client.stream(prompt, max_tokens=MAX_TOKENS, ignore_eos=True, **params) as s:
@@ -84,13 +95,16 @@ def stream(endpoint, i, out):
                     out["ids"].extend(chunk.token_ids)
                     out["times"].append(time.monotonic())
                 out["replays"] = s.result.samples[0].finish.num_replays
+                out["seed"] = s.result.seed
     except Exception as e:
         out["error"] = repr(e)
 
 
-def start_streams(endpoint):
-    outs = [{"ids": [], "times": [], "error": None, "replays": None} for _ in REQUESTS]
-    threads = [threading.Thread(target=stream, args=(endpoint, i, outs[i])) for i in range(len(REQUESTS))]
+def start_streams(endpoint, seeds=None):
+    """Streams every request of REQUESTS (with seeds[i] as its seed when given) on its own thread."""
+    outs = [{"ids": [], "times": [], "error": None, "replays": None, "seed": None} for _ in REQUESTS]
+    threads = [threading.Thread(target=stream, args=(endpoint, i, outs[i], {"seed": seeds[i]} if seeds else None))
+               for i in range(len(REQUESTS))]
     for t in threads:
         t.start()
     return outs, threads
@@ -103,10 +117,21 @@ def main():
     ap.add_argument("--model", default=str(REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--tp", type=int, default=2)
     ap.add_argument("--restart-backoff-ms", type=int, default=0)
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="comma-separated, of " + ", ".join([*KINDS, "coordinator-restart"]))
     ap.add_argument("--json")
     ap.add_argument("--log", default="/tmp/fault_injection_serve.log", help="tpserve serve's stderr")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup and the report
+    kinds = args.kinds.split(",")
+    if kinds == ["coordinator-restart"]:
+        samples = {"coordinator-restart": []}
+        try:
+            coordinator_restarts(args, samples["coordinator-restart"])
+        finally:
+            report(args, samples)
+        return 0
+    assert set(kinds) <= set(KINDS), f"--kinds: rank kinds or coordinator-restart alone, not {kinds}"
 
     port, worker_port = free_port(), free_port()
     log = open(args.log, "w")
@@ -116,7 +141,7 @@ def main():
                               "--tp", str(args.tp), "--port", str(port), "--worker-port", str(worker_port),
                               "--max-restarts", "1000000", "--restart-backoff-ms", str(args.restart_backoff_ms)],
                              env=env, start_new_session=True, stdout=log, stderr=log)
-    samples = {kind: [] for kind in KINDS}
+    samples = {kind: [] for kind in kinds}
     try:
         probe = tpserve.Client(endpoint, timeout=30)
         wait_for(lambda: probe.health().ok, 120, "the server")
@@ -126,7 +151,8 @@ def main():
         assert all(r["error"] is None for r in reference), reference
         lost = set()
         for n in range(args.faults_per_kind):
-            for kind, (rank, sig) in KINDS.items():
+            for kind in kinds:
+                rank, sig = KINDS[kind]
                 wait_for(lambda: probe.health().ok, 120, "a serving group")
                 ranks = wait_for(lambda: (lambda r: r if len(r) == args.tp else None)(worker_ranks(serve.pid, lost)),
                                  60, "the group's ranks")
@@ -165,9 +191,86 @@ def main():
     return 0
 
 
+def coordinator_restarts(args, got):
+    """--faults-per-kind SIGKILLs of a standalone coordinator while REQUESTS stream; each time a new coordinator
+    starts on the same ports at once, and the requests are resubmitted with the seeds of their first run."""
+    port, worker_port = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    log = open(args.log, "w")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    def start_coordinator():
+        return subprocess.Popen([str(Path(args.build) / "coordinator" / "tpserve-coordinator"), "--model",
+                                 args.model, "--port", str(port), "--worker-port", str(worker_port)],
+                                start_new_session=True, stdout=log, stderr=log)
+
+    coordinator = start_coordinator()
+    mpirun = subprocess.Popen(["mpirun", "-np", str(args.tp), "--oversubscribe", "--bind-to", "none", "--mca",
+                               "mpi_yield_when_idle", "1", "--mca", "btl", "self,vader",
+                               str(Path(args.build) / "worker" / "tpserve-worker"), "--model", args.model,
+                               "--coordinator", f"tcp://127.0.0.1:{worker_port}"],
+                              env=env, start_new_session=True, stdout=log, stderr=subprocess.PIPE, text=True)
+    lost_at = []  # when the leader logged each loss of its coordinator (the group's detection)
+
+    def read_group_log():
+        for line in mpirun.stderr:
+            if "keeping the weights loaded and registering again" in line:
+                lost_at.append(time.monotonic())
+            log.write(line)
+    threading.Thread(target=read_group_log, daemon=True).start()
+    try:
+        probe = tpserve.Client(endpoint, timeout=30)
+        wait_for(lambda: probe.health().num_worker_groups == 1, 120, "the group to register")
+        ranks = worker_ranks(mpirun.pid, set())
+        reference, threads = start_streams(endpoint)
+        for t in threads:
+            t.join()
+        assert all(r["error"] is None for r in reference), reference
+        seeds = [r["seed"] for r in reference]
+        for n in range(args.faults_per_kind):
+            outs, threads = start_streams(endpoint, seeds)
+            wait_for(lambda: all(len(o["ids"]) >= 4 for o in outs), 60, "both requests streaming")
+            num_lost = len(lost_at)
+            killed_at = time.monotonic()
+            coordinator.send_signal(signal.SIGKILL)
+            coordinator.wait()
+            probe.close()
+            coordinator = start_coordinator()
+            for t in threads:
+                t.join(60)
+            assert all("ConnectionLost" in (o["error"] or "") for o in outs), [o["error"] for o in outs]
+            probe = tpserve.Client(endpoint, timeout=30)
+            wait_for(lambda: probe.health().num_worker_groups == 1, 60, "the group to register again")
+            registered_at = time.monotonic()
+            # A new coordinator without a group answers `unavailable, retry later`: resubmit once it has one.
+            resubmitted, threads = start_streams(endpoint, seeds)
+            for t in threads:
+                t.join(120)
+            for o, r in zip(resubmitted, reference):
+                assert o["error"] is None and o["ids"] == r["ids"], o["error"]
+            assert worker_ranks(mpirun.pid, set()) == ranks, "the group's ranks were restarted"
+            assert len(lost_at) == num_lost + 1, "the group did not log the lost coordinator"
+            sample = {"detection_s": lost_at[-1] - killed_at, "register_s": registered_at - killed_at,
+                      "ttft_after_fault_s": min(o["times"][0] for o in resubmitted) - killed_at}
+            got.append(sample)
+            print(f"coordinator-restart #{n + 1}: group noticed in {sample['detection_s']:.2f} s, registered after "
+                  f"{sample['register_s']:.2f} s, first token after {sample['ttft_after_fault_s']:.2f} s", flush=True)
+        probe.close()
+    finally:
+        coordinator.send_signal(signal.SIGTERM)  # drains, then shuts the group down
+        try:
+            coordinator.wait(timeout=60)
+            mpirun.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            for p in (coordinator, mpirun):
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+
+
 def report(args, samples):
     print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
-          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after every fault")
+          f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after "
+          "every fault")
     print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
     for kind, got in samples.items():
         d = [s["detection_s"] for s in got]
@@ -175,6 +278,10 @@ def report(args, samples):
         if got:
             print(f"{kind:<15}{len(got):>7}{statistics.median(d):>11.2f}s{max(d):>11.2f}s"
                   f"{statistics.median(t):>9.2f}s{max(t):>9.2f}s")
+    for kind, got in samples.items():
+        if got and "register_s" in got[0]:
+            r = sorted(s["register_s"] for s in got)
+            print(f"{kind}: re-registered p50 {statistics.median(r):.2f} s, max {r[-1]:.2f} s")
     print("target: detection within 3 s (the heartbeat: 2 s between ranks, 2.5 s leader -> coordinator)")
     if args.json:
         Path(args.json).write_text(json.dumps(samples, indent=1))

@@ -77,6 +77,13 @@ Status NcclCommunicator::Fail(Status status) {
   return status;
 }
 
+Status NcclCommunicator::AbortIfPeerLost(const char* what) {
+  if (options_.wait.liveness == nullptr) return OkStatus();
+  Status alive = options_.wait.liveness->Check();  // the group heartbeat, as in the MPI waits
+  if (alive.ok()) return OkStatus();
+  return Fail(Unavailable(std::string(what) + " abandoned: " + alive.message() + "; NCCL communicator aborted"));
+}
+
 Status NcclCommunicator::WaitNotInProgress(const char* what, SteadyClock::time_point deadline) {
   const SteadyClock::time_point start = SteadyClock::now();
   std::chrono::microseconds sleep = options_.wait.min_sleep;
@@ -86,6 +93,7 @@ Status NcclCommunicator::WaitNotInProgress(const char* what, SteadyClock::time_p
     if (rc != ncclSuccess) return Fail(NcclError("ncclCommGetAsyncError", rc, __FILE__, __LINE__));
     if (state == ncclSuccess) return OkStatus();
     if (state != ncclInProgress) return Fail(NcclError(what, state, __FILE__, __LINE__));
+    RETURN_IF_ERROR(AbortIfPeerLost(what));
     if (SteadyClock::now() >= deadline) {
       return Fail(DeadlineExceeded(std::string(what) + " did not complete before the deadline (a peer is "
                                    "stuck or gone); NCCL communicator aborted"));
@@ -107,6 +115,7 @@ Status NcclCommunicator::Complete(const char* what, SteadyClock::time_point star
     if (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress) {
       return Fail(NcclError(what, state, __FILE__, __LINE__));
     }
+    RETURN_IF_ERROR(AbortIfPeerLost(what));
     if (SteadyClock::now() >= deadline) {
       return Fail(DeadlineExceeded(std::string(what) + " did not finish on the stream before the deadline; "
                                    "NCCL communicator aborted"));

@@ -71,6 +71,9 @@ class NcclCommunicator : public Communicator {
   Status Complete(const char* what, SteadyClock::time_point start);
   // Polls ncclCommGetAsyncError until it is no longer ncclInProgress.
   Status WaitNotInProgress(const char* what, SteadyClock::time_point deadline);
+  // UNAVAILABLE, the communicator aborted, when options_.wait.liveness reports a peer gone (a peer
+  // stopped or cut off inside a collective would otherwise hold this rank until the deadline).
+  Status AbortIfPeerLost(const char* what);
   Status Fail(Status status);
 
   MpiCommunicator* bootstrap_;

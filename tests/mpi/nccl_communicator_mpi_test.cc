@@ -2,8 +2,14 @@
 // no GPU, or fewer GPUs than ranks (NCCL refuses two ranks on one device). Same checks as the MPI
 // communicator's test: sums against locally computed references, gathers in rank order,
 // broadcasts from every root, identical results on every rank.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -96,6 +102,52 @@ TEST_F(NcclCommunicatorTest, AllGatherAndBroadcast) {
     EXPECT_EQ(ToHost(data, count), RankInput(root, count, 9));
   }
   EXPECT_TRUE(comm_->Barrier().ok());
+}
+
+// A stand-in for the group heartbeat on one host: a peer is lost once its process is stopped (state T in
+// /proc/PID/stat), which is what the heartbeat reports 2 s later for a real group.
+class StoppedPeerLiveness : public PeerLiveness {
+ public:
+  explicit StoppedPeerLiveness(pid_t peer) : peer_(peer) {}
+  Status Check() const override {
+    std::ifstream stat("/proc/" + std::to_string(peer_) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    return state == "T" ? Unavailable("rank 1 (pid " + std::to_string(peer_) + ") is stopped") : OkStatus();
+  }
+
+ private:
+  pid_t peer_;
+};
+
+// Rank 1 stops itself (SIGSTOP) instead of joining an all-reduce; rank 0, whose NCCL waits are given a
+// liveness that reports rank 1 lost, must get an error well before the 60 s deadline: the collective is
+// abandoned and the communicator aborted (ncclCommAbort), as the MPI waits do on the heartbeat's word.
+TEST_F(NcclCommunicatorTest, AllReduceAbandonedWhenThePeerIsLost) {
+  if (comm_->size() != 2) GTEST_SKIP() << "two ranks";
+  pid_t pids[2] = {0, 0};
+  pid_t self = getpid();
+  MPI_Allgather(&self, sizeof(pid_t), MPI_BYTE, pids, sizeof(pid_t), MPI_BYTE, MPI_COMM_WORLD);
+  StoppedPeerLiveness liveness(pids[1]);
+  NcclCommunicatorOptions options;
+  options.deadline = std::chrono::seconds(60);
+  options.wait.liveness = comm_->rank() == 0 ? &liveness : nullptr;
+  auto watched = NcclCommunicator::Create(bootstrap_.get(), nullptr, options);
+  ASSERT_TRUE(watched.ok()) << watched.status().ToString();
+  const size_t count = 1 << 20;
+  float* data = ToDevice(RankInput(comm_->rank(), count, 11));
+  if (comm_->rank() == 1) {
+    raise(SIGSTOP);  // resumed by rank 0 once it has given up; never joins the all-reduce
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    Status reduced = (*watched)->AllReduceSum(data, count);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    kill(pids[1], SIGCONT);
+    EXPECT_EQ(reduced.code(), StatusCode::kUnavailable) << reduced.ToString();
+    EXPECT_LT(seconds, 3.0) << "the all-reduce waited for its deadline instead of the liveness";
+    EXPECT_FALSE((*watched)->AllReduceSum(data, count).ok()) << "an aborted communicator must stay failed";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace
