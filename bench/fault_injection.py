@@ -21,6 +21,16 @@ started on the same ports at once. Per fault:
   ttft       kill -> the first token of the requests resubmitted (with the seeds their first run reported)
              once the new coordinator has a group (before that it answers `unavailable, retry later`)
 
+The kinds cut-follower and cut-leader (--kinds cut-follower,cut-leader; root and iproute2) put the group on
+two network namespace "hosts" joined by one veth link (deploy/netns_hosts.py), with a standalone coordinator
+(behind CURVE keys) and the clients on host A; the leader is on A (cut-follower: it loses its follower) or on B
+(cut-leader: it loses the coordinator and its follower). The link goes down mid-stream; this script is the
+group's supervisor: once every rank has exited it restores the link and relaunches the group. Per fault:
+
+  detection  cut -> the coordinator no longer counts the group (its health reply, polled every 5 ms)
+  exit       cut -> every rank of the cut group has exited (the group ends itself: heartbeat, then abort)
+  ttft       cut -> the first token of the interrupted requests from the relaunched group
+
 Usage: bench/fault_injection.py [--faults-per-kind 20] [--kinds K,...] [--build build] [--model M] [--tp 2]
                                 [--json OUT]
 """
@@ -32,6 +42,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,6 +50,9 @@ from pathlib import Path
 import tpserve
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "deploy"))
+import netns_hosts  # noqa: E402  (deploy/netns_hosts.py: the two namespace "hosts")
+
 REQUESTS = [("Tell me a long story about the sea", {}),
             ("Write a poem about mountains and rivers", {"temperature": 0.8, "seed": 42})]
 MAX_TOKENS = 64
@@ -85,11 +99,11 @@ def worker_ranks(session, lost):
     return ranks
 
 
-def stream(endpoint, i, out, params_override=None):
+def stream(endpoint, i, out, params_override=None, client_args=None):
     prompt, params = REQUESTS[i]
     params = dict(params, **(params_override or {}))
     try:
-        with tpserve.Client(endpoint, timeout=120) as client:
+        with tpserve.Client(endpoint, timeout=120, **(client_args or {})) as client:
             with client.stream(prompt, max_tokens=MAX_TOKENS, ignore_eos=True, **params) as s:
                 for chunk in s:
                     out["ids"].extend(chunk.token_ids)
@@ -100,10 +114,11 @@ def stream(endpoint, i, out, params_override=None):
         out["error"] = repr(e)
 
 
-def start_streams(endpoint, seeds=None):
+def start_streams(endpoint, seeds=None, client_args=None):
     """Streams every request of REQUESTS (with seeds[i] as its seed when given) on its own thread."""
     outs = [{"ids": [], "times": [], "error": None, "replays": None, "seed": None} for _ in REQUESTS]
-    threads = [threading.Thread(target=stream, args=(endpoint, i, outs[i], {"seed": seeds[i]} if seeds else None))
+    threads = [threading.Thread(target=stream, args=(endpoint, i, outs[i], {"seed": seeds[i]} if seeds else None,
+                                                     client_args))
                for i in range(len(REQUESTS))]
     for t in threads:
         t.start()
@@ -118,21 +133,28 @@ def main():
     ap.add_argument("--tp", type=int, default=2)
     ap.add_argument("--restart-backoff-ms", type=int, default=0)
     ap.add_argument("--kinds", default=",".join(KINDS),
-                    help="comma-separated, of " + ", ".join([*KINDS, "coordinator-restart"]))
+                    help="comma-separated, of " + ", ".join([*KINDS, *STANDALONE_KINDS]))
     ap.add_argument("--json")
-    ap.add_argument("--log", default="/tmp/fault_injection_serve.log", help="tpserve serve's stderr")
+    ap.add_argument("--log", default="/tmp/fault_injection_serve.log", help="the servers' stderr")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # run the cleanup and the report
     kinds = args.kinds.split(",")
-    if kinds == ["coordinator-restart"]:
-        samples = {"coordinator-restart": []}
-        try:
-            coordinator_restarts(args, samples["coordinator-restart"])
-        finally:
-            report(args, samples)
-        return 0
-    assert set(kinds) <= set(KINDS), f"--kinds: rank kinds or coordinator-restart alone, not {kinds}"
+    assert set(kinds) <= set(KINDS) | set(STANDALONE_KINDS), f"--kinds: unknown in {kinds}"
+    samples = {kind: [] for kind in kinds}
+    try:
+        rank_faults(args, [k for k in kinds if k in KINDS], samples)
+        for kind in kinds:
+            if kind in STANDALONE_KINDS:
+                STANDALONE_KINDS[kind](args, samples[kind])
+    finally:  # also on SIGTERM or a failed check: what was measured is reported
+        report(args, samples)
+    return 0
 
+
+def rank_faults(args, kinds, samples):
+    """--faults-per-kind rank faults of each of `kinds` (KINDS) under one `tpserve serve`, the kinds in turn."""
+    if not kinds:
+        return
     port, worker_port = free_port(), free_port()
     log = open(args.log, "w")
     endpoint = f"tcp://127.0.0.1:{port}"
@@ -141,7 +163,6 @@ def main():
                               "--tp", str(args.tp), "--port", str(port), "--worker-port", str(worker_port),
                               "--max-restarts", "1000000", "--restart-backoff-ms", str(args.restart_backoff_ms)],
                              env=env, start_new_session=True, stdout=log, stderr=log)
-    samples = {kind: [] for kind in kinds}
     try:
         probe = tpserve.Client(endpoint, timeout=30)
         wait_for(lambda: probe.health().ok, 120, "the server")
@@ -181,14 +202,12 @@ def main():
                     except ProcessLookupError:
                         pass
         probe.close()
-    finally:  # also on SIGTERM or a failed check: the server goes, and what was measured is reported
+    finally:  # also on SIGTERM or a failed check: the server goes
         serve.send_signal(signal.SIGTERM)
         try:
             serve.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
-        report(args, samples)
-    return 0
 
 
 def coordinator_restarts(args, got):
@@ -267,6 +286,84 @@ def coordinator_restarts(args, got):
                     os.killpg(p.pid, signal.SIGKILL)
 
 
+def link_cuts(args, got, leader):
+    """--faults-per-kind cuts of the link between the two hosts of a group whose leader is on `leader` ("a":
+    with the coordinator; "b": across the link from it), the requests streaming from host A."""
+    if not netns_hosts.available():
+        raise RuntimeError("the cut kinds need root, iproute2 and mpirun")
+    keys = tempfile.mkdtemp(prefix="tpserve-bench-keys.")
+    subprocess.run([str(Path(args.build) / "client" / "tpserve"), "keys", "init", keys], check=True,
+                   capture_output=True)
+    client_args = {"keys_dir": keys}
+    hosts = netns_hosts.TwoHosts.create("tpb")
+    log = open(args.log, "w")
+    coordinator = group = None
+    try:
+        with hosts.entered("a"):
+            port, worker_port = free_port(), free_port()
+            endpoint = f"tcp://127.0.0.1:{port}"
+            coordinator = subprocess.Popen([str(Path(args.build) / "coordinator" / "tpserve-coordinator"), "--model",
+                                            args.model, "--host", "0.0.0.0", "--port", str(port), "--worker-port",
+                                            str(worker_port), "--keys", keys],
+                                           start_new_session=True, stdout=log, stderr=log)
+
+            def start_group():
+                return hosts.start_group(args.tp, leader, Path(args.build) / "worker" / "tpserve-worker", "--model",
+                                         args.model, "--coordinator", f"tcp://{netns_hosts.ADDR_A}:{worker_port}",
+                                         "--keys", keys, "--threads", "1", stdout=log, stderr=log)
+
+            probe = tpserve.Client(endpoint, timeout=30, **client_args)
+            group = start_group()
+            wait_for(lambda: probe.health().num_worker_groups == 1, 120, "the group to register")
+            reference, threads = start_streams(endpoint, client_args=client_args)
+            for t in threads:
+                t.join()
+            assert all(r["error"] is None for r in reference), reference
+            for n in range(args.faults_per_kind):
+                wait_for(lambda: probe.health().num_worker_groups == 1, 120, "a serving group")
+                ranks = wait_for(lambda: (lambda r: r if len(r) == args.tp else None)(hosts.ranks()), 60, "the ranks")
+                outs, threads = start_streams(endpoint, client_args=client_args)
+                wait_for(lambda: all(len(o["ids"]) >= 4 for o in outs), 60, "both requests streaming")
+                cut_at = time.monotonic()
+                hosts.cut()
+                wait_for(lambda: probe.health().num_worker_groups == 0, 30, "the coordinator to notice")
+                detected_at = time.monotonic()
+                wait_for(lambda: not set(ranks.values()) & set(hosts.ranks().values()), 30, "the ranks to exit")
+                exited_at = time.monotonic()
+                try:  # mpirun may wait on the unreachable host's daemon: the supervisor ends the job
+                    group.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(group.pid, signal.SIGKILL)
+                    group.wait()
+                hosts.restore()
+                group = start_group()
+                for t in threads:
+                    t.join(120)
+                for o, r in zip(outs, reference):
+                    assert o["error"] is None and o["ids"] == r["ids"], (leader, o["error"])
+                    assert o["replays"] == 1, (leader, o["replays"])
+                resumed = [next((t for t in o["times"] if t > exited_at), None) for o in outs]
+                sample = {"detection_s": detected_at - cut_at, "exit_s": exited_at - cut_at,
+                          "ttft_after_fault_s": min(t for t in resumed if t is not None) - cut_at}
+                got.append(sample)
+                print(f"cut, leader on {leader} #{n + 1}: detected in {sample['detection_s']:.2f} s, ranks gone after "
+                      f"{sample['exit_s']:.2f} s, first token after {sample['ttft_after_fault_s']:.2f} s", flush=True)
+            probe.close()
+            coordinator.send_signal(signal.SIGTERM)  # drains, then shuts the group down
+            coordinator.wait(timeout=60)
+            group.wait(timeout=30)
+    finally:
+        for p in (coordinator, group):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        hosts.teardown()
+
+
+STANDALONE_KINDS = {"coordinator-restart": coordinator_restarts,
+                    "cut-follower": lambda args, got: link_cuts(args, got, "a"),
+                    "cut-leader": lambda args, got: link_cuts(args, got, "b")}
+
+
 def report(args, samples):
     print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
           f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after "
@@ -282,6 +379,9 @@ def report(args, samples):
         if got and "register_s" in got[0]:
             r = sorted(s["register_s"] for s in got)
             print(f"{kind}: re-registered p50 {statistics.median(r):.2f} s, max {r[-1]:.2f} s")
+        if got and "exit_s" in got[0]:
+            e = sorted(s["exit_s"] for s in got)
+            print(f"{kind}: every rank exited p50 {statistics.median(e):.2f} s, max {e[-1]:.2f} s")
     print("target: detection within 3 s (the heartbeat: 2 s between ranks, 2.5 s leader -> coordinator)")
     if args.json:
         Path(args.json).write_text(json.dumps(samples, indent=1))

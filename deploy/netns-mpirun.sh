@@ -3,7 +3,8 @@
 # mpirun starts in namespace A, reaches B's daemon through deploy/netns-rsh.sh, and Open MPI's
 # TCP transport (both its out-of-band and its byte transfer layer) is restricted to the veth subnet.
 #   deploy/netns-mpirun.sh NP PROGRAM [ARGS...]
-# Ranks fill A first then B (--map-by node alternates: rank 0 on A, rank 1 on B, ...).
+# Ranks alternate between the hosts (--map-by node): rank 0 on A, rank 1 on B, ...; with
+# TPSERVE_NETNS_LEADER=b the hostfile lists B first, so rank 0 (the leader) is on B, rank 1 on A.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 NS_A=${TPSERVE_NS_A:-tpserve-a}
@@ -14,7 +15,11 @@ np=$1
 shift
 hostfile=$(mktemp /tmp/tpserve-hostfile.XXXXXX)
 trap 'rm -f "$hostfile"' EXIT
-printf '%s slots=4\n%s slots=4\n' "$ADDR_A" "$ADDR_B" >"$hostfile"
+if [[ ${TPSERVE_NETNS_LEADER:-a} == b ]]; then
+  printf '%s slots=4\n%s slots=4\n' "$ADDR_B" "$ADDR_A" >"$hostfile"
+else
+  printf '%s slots=4\n%s slots=4\n' "$ADDR_A" "$ADDR_B" >"$hostfile"
+fi
 exports=(-x PATH)
 for var in LD_LIBRARY_PATH TPSERVE_LOG OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
   if [[ -n "${!var:-}" ]]; then exports+=(-x "$var"); fi

@@ -8,6 +8,8 @@ process of the lost group left behind. Every wait is on observable state with a 
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Dict, List
@@ -16,7 +18,10 @@ import pytest
 import tpserve
 
 from client_testing import alive, run_ids, wait_for, wait_until_idle, worker_ranks
-from conftest import assert_no_process_left, start_server
+from conftest import BUILD, MODEL, REPO, TPSERVE, assert_no_process_left, free_port, start_server
+
+sys.path.insert(0, str(REPO / "deploy"))
+import netns_hosts  # noqa: E402  (deploy/netns_hosts.py: the two namespace "hosts")
 
 MAX_TOKENS = 40
 # (prompt, sampling params): greedy and seeded, as the reference is run with the same flags.
@@ -50,7 +55,8 @@ def serving_group(server, lost=()) -> Dict[int, int]:
 class Streams:
     """The REQUESTS streaming at once, one client and thread each."""
 
-    def __init__(self, endpoint: str):
+    def __init__(self, endpoint: str, **client_args):
+        self.client_args = client_args  # e.g. keys_dir for a coordinator behind CURVE
         self.ids: List[List[int]] = [[] for _ in REQUESTS]
         self.finishes: List = [None] * len(REQUESTS)
         self.errors: List = [None] * len(REQUESTS)
@@ -62,7 +68,7 @@ class Streams:
     def _run(self, endpoint: str, i: int):
         prompt, params = REQUESTS[i]
         try:
-            with tpserve.Client(endpoint, timeout=120) as client:
+            with tpserve.Client(endpoint, timeout=120, **self.client_args) as client:
                 with client.stream(prompt, max_tokens=MAX_TOKENS, **params) as stream:
                     for chunk in stream:
                         self.ids[i].extend(chunk.token_ids)
@@ -87,9 +93,9 @@ def check_streams(streams: Streams, references):
     assert all(f.num_replays <= 3 for f in streams.finishes)
 
 
-def check_service(server, lost_pids: List[int]):
+def check_service(server, lost_pids: List[int], **client_args):
     """Health ok again, nothing running and 0 KV blocks in use, the lost ranks gone."""
-    with tpserve.Client(server.endpoint, timeout=30) as client:
+    with tpserve.Client(server.endpoint, timeout=30, **client_args) as client:
         wait_for(lambda: client.health().ok, 60, "health ok after the fault")
         stats = wait_until_idle(client.stats, timeout=30)
         assert stats.blocks_used == 0
@@ -173,3 +179,96 @@ def test_relaunch_waits_its_backoff_and_gives_up_past_max_restarts():
     finally:
         if server.process.poll() is None:
             os.killpg(server.process.pid, signal.SIGKILL)
+
+
+class NetnsCluster:
+    """A standalone coordinator and clients on host A, a worker group of two ranks over the link A-B (rank 0,
+    the leader, on `leader`), the test as the group's supervisor (like LeaderWorkerSet's RecreateGroup):
+    deploy/netns_hosts.py. The coordinator listens beyond loopback, so behind CURVE keys."""
+
+    def __init__(self, hosts, keys: str):
+        self.hosts, self.keys = hosts, keys
+        port, worker_port = free_port(), free_port()  # on A: this thread is there
+        self.endpoint = f"tcp://127.0.0.1:{port}"
+        self.worker_endpoint = f"tcp://{netns_hosts.ADDR_A}:{worker_port}"
+        self.coordinator = subprocess.Popen([str(BUILD / "coordinator" / "tpserve-coordinator"), "--model",
+                                             str(MODEL), "--host", "0.0.0.0", "--port", str(port), "--worker-port",
+                                             str(worker_port), "--keys", keys], start_new_session=True)
+        self.group = None
+
+    def start_group(self, leader: str) -> Dict[int, int]:
+        """Launches the group and returns {rank: pid} once the coordinator counts it."""
+        self.group = self.hosts.start_group(2, leader, BUILD / "worker" / "tpserve-worker", "--model", str(MODEL),
+                                            "--coordinator", self.worker_endpoint, "--keys", self.keys,
+                                            "--threads", "1")
+        wait_for(lambda: self.group.poll() is not None or self.healthy(), 120, "the group to register")
+        assert self.group.poll() is None, f"the group exited with {self.group.returncode} before it registered"
+        return wait_for(lambda: (lambda r: r if len(r) == 2 else None)(self.hosts.ranks()), 30, "two ranks")
+
+    def healthy(self) -> bool:
+        with tpserve.Client(self.endpoint, timeout=5, keys_dir=self.keys) as client:
+            try:
+                return client.health().ok
+            except tpserve.TpserveError:
+                return False
+
+    def stop(self) -> None:
+        """SIGTERM drains the coordinator, which shuts the group down; whatever is left is killed."""
+        self.coordinator.send_signal(signal.SIGTERM)
+        self.coordinator.wait(timeout=60)
+        if self.group is not None:
+            try:
+                self.group.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.group.pid, signal.SIGKILL)
+                self.group.wait()
+
+
+@pytest.fixture
+def netns_cluster(tmp_path):
+    if not netns_hosts.available():
+        pytest.skip("network namespaces need root, iproute2 and mpirun")
+    keys = str(tmp_path / "keys")
+    subprocess.run([str(TPSERVE), "keys", "init", keys], check=True, capture_output=True, timeout=30)
+    hosts = netns_hosts.TwoHosts.create("tpf")
+    try:
+        with hosts.entered("a"):
+            cluster = NetnsCluster(hosts, keys)
+            try:
+                yield cluster
+            finally:
+                cluster.stop()
+        # Nothing of the lost or the last group is left on either host (ranks, Open MPI daemons).
+        wait_for(lambda: not hosts.pids("a") and not hosts.pids("b"), 30, "every process on both hosts to exit")
+    finally:
+        hosts.teardown()
+
+
+@pytest.mark.parametrize("leader", ["a", "b"], ids=["cut-follower", "cut-leader"])
+def test_cut_link_is_replayed_with_identical_ids(netns_cluster, references, leader):
+    """The link between the two hosts of a group goes down while requests stream. cut-follower: the leader sits
+    with the coordinator on A and loses its follower on B; cut-leader: the leader is on B and loses both the
+    coordinator and its follower. Either way the coordinator stops counting the group (bounded: liveness, not a
+    TCP timeout), every rank exits, and once the link is back the relaunched group finishes every request with
+    the ids of an uninterrupted run."""
+    cluster = netns_cluster
+    ranks = cluster.start_group(leader)
+    streams = Streams(cluster.endpoint, keys_dir=cluster.keys)
+    wait_for(lambda: streams.min_tokens() >= 3, 60, "every request streaming")
+    cut_at = time.monotonic()
+    cluster.hosts.cut()
+    wait_for(lambda: not cluster.healthy(), 15, "the coordinator to stop counting the group")
+    detection = time.monotonic() - cut_at
+    wait_for(lambda: not any(alive(pid) for pid in ranks.values()), 20, "every rank of the cut group to exit")
+    try:  # mpirun reports the job failed; it may wait on the unreachable host's daemon: the supervisor ends it
+        assert cluster.group.wait(timeout=10) != 0
+    except subprocess.TimeoutExpired:
+        os.killpg(cluster.group.pid, signal.SIGKILL)
+        cluster.group.wait()
+    cluster.hosts.restore()
+    cluster.start_group(leader)
+    streams.join(120)
+    check_streams(streams, references)
+    assert any(f.num_replays == 1 for f in streams.finishes), [f.num_replays for f in streams.finishes]
+    check_service(cluster, list(ranks.values()), keys_dir=cluster.keys)
+    print(f"{leader}: the coordinator stopped counting the group {detection:.2f} s after the cut")
