@@ -2,6 +2,8 @@
 # Runs an MPI program with one rank per namespace "host" (deploy/netns-setup.sh must have run):
 # mpirun starts in namespace A, reaches B's daemon through deploy/netns-rsh.sh, and Open MPI's
 # TCP transport (both its out-of-band and its byte transfer layer) is restricted to the veth subnet.
+# Keepalives on the out-of-band links (idle 1 s, then 2 probes 1 s apart) let mpirun notice a cut
+# link within ~3 s and end the job, as deploy/multinode.md's line does.
 #   deploy/netns-mpirun.sh NP PROGRAM [ARGS...]
 # Ranks alternate between the hosts (--map-by node): rank 0 on A, rank 1 on B, ...; with
 # TPSERVE_NETNS_LEADER=b the hostfile lists B first, so rank 0 (the leader) is on B, rank 1 on A.
@@ -29,5 +31,6 @@ ip netns exec "$NS_A" mpirun --allow-run-as-root --oversubscribe --bind-to none 
   --mca plm_rsh_agent "$here/netns-rsh.sh" \
   --mca btl self,tcp --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
   --mca mpi_yield_when_idle 1 \
+  --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 2 \
   "${exports[@]}" \
   "$@"

@@ -260,11 +260,8 @@ def test_cut_link_is_replayed_with_identical_ids(netns_cluster, references, lead
     wait_for(lambda: not cluster.healthy(), 15, "the coordinator to stop counting the group")
     detection = time.monotonic() - cut_at
     wait_for(lambda: not any(alive(pid) for pid in ranks.values()), 20, "every rank of the cut group to exit")
-    try:  # mpirun reports the job failed; it may wait on the unreachable host's daemon: the supervisor ends it
-        assert cluster.group.wait(timeout=10) != 0
-    except subprocess.TimeoutExpired:
-        os.killpg(cluster.group.pid, signal.SIGKILL)
-        cluster.group.wait()
+    # mpirun too: its out-of-band keepalives (deploy/netns-mpirun.sh) give up on the unreachable host's daemon.
+    assert cluster.group.wait(timeout=15) != 0
     cluster.hosts.restore()
     cluster.start_group(leader)
     streams.join(120)
