@@ -29,7 +29,8 @@ group's supervisor: once every rank has exited it restores the link and relaunch
 
   detection  cut -> the coordinator no longer counts the group (its health reply, polled every 5 ms)
   exit       cut -> every rank of the cut group has exited (the group ends itself: heartbeat, then abort)
-  job exit   cut -> mpirun has exited (its out-of-band keepalives give up on the unreachable host's daemon)
+  job exit   cut -> mpirun has exited (its out-of-band keepalives give up on the unreachable host's daemon), or
+             was killed 10 s after the ranks (a message it sent to that daemon waits on TCP retransmissions)
   ttft       cut -> the first token of the interrupted requests from the relaunched group
 
 Usage: bench/fault_injection.py [--faults-per-kind 20] [--kinds K,...] [--build build] [--model M] [--tp 2]
@@ -331,7 +332,13 @@ def link_cuts(args, got, leader):
                 detected_at = time.monotonic()
                 wait_for(lambda: not set(ranks.values()) & set(hosts.ranks().values()), 30, "the ranks to exit")
                 exited_at = time.monotonic()
-                group.wait(timeout=30)  # mpirun's keepalives give up on the unreachable host's daemon
+                try:  # mpirun's keepalives give up on the unreachable host's daemon, unless it sent it a message
+                    group.wait(timeout=10)
+                    is_job_killed = False
+                except subprocess.TimeoutExpired:  # ... which waits on TCP retransmissions: the supervisor ends it
+                    os.killpg(group.pid, signal.SIGKILL)
+                    group.wait()
+                    is_job_killed = True
                 group_exited_at = time.monotonic()
                 hosts.restore()
                 group = start_group()
@@ -342,11 +349,12 @@ def link_cuts(args, got, leader):
                     assert o["replays"] == 1, (leader, o["replays"])
                 resumed = [next((t for t in o["times"] if t > exited_at), None) for o in outs]
                 sample = {"detection_s": detected_at - cut_at, "exit_s": exited_at - cut_at,
-                          "job_exit_s": group_exited_at - cut_at,
+                          "job_exit_s": group_exited_at - cut_at, "job_killed": is_job_killed,
                           "ttft_after_fault_s": min(t for t in resumed if t is not None) - cut_at}
                 got.append(sample)
                 print(f"cut, leader on {leader} #{n + 1}: detected in {sample['detection_s']:.2f} s, ranks gone after "
-                      f"{sample['exit_s']:.2f} s, mpirun after {sample['job_exit_s']:.2f} s, first token after "
+                      f"{sample['exit_s']:.2f} s, mpirun {'killed' if is_job_killed else 'exited'} after "
+                      f"{sample['job_exit_s']:.2f} s, first token after "
                       f"{sample['ttft_after_fault_s']:.2f} s", flush=True)
             probe.close()
             coordinator.send_signal(signal.SIGTERM)  # drains, then shuts the group down
@@ -382,8 +390,9 @@ def report(args, samples):
         if got and "exit_s" in got[0]:
             e = sorted(s["exit_s"] for s in got)
             j = sorted(s["job_exit_s"] for s in got)
+            killed = sum(s["job_killed"] for s in got)
             print(f"{kind}: every rank exited p50 {statistics.median(e):.2f} s, max {e[-1]:.2f} s; mpirun exited "
-                  f"p50 {statistics.median(j):.2f} s, max {j[-1]:.2f} s")
+                  f"p50 {statistics.median(j):.2f} s, max {j[-1]:.2f} s ({killed} of {len(got)} killed)")
     print("target: detection within 3 s (the heartbeat: 2 s between ranks, 2.5 s leader -> coordinator)")
     if args.json:
         Path(args.json).write_text(json.dumps(samples, indent=1))

@@ -104,7 +104,8 @@ class TwoHosts:
 
     def start_group(self, np: int, leader: str, worker: Path, *args: str, **popen_args) -> subprocess.Popen:
         """`deploy/netns-mpirun.sh NP tpserve-worker ARGS` with rank 0 (the leader) on host `leader` and the
-        other ranks alternating; mpirun itself runs on A. Its own session, so it can be ended whole.
+        other ranks alternating; mpirun itself runs on the leader's host. Its own session, so it can be ended
+        whole.
         popen_args: e.g. stdout, stderr."""
         env = dict(self.env, TPSERVE_NETNS_LEADER=leader, OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
