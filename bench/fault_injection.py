@@ -373,7 +373,7 @@ STANDALONE_KINDS = {"coordinator-restart": coordinator_restarts,
 
 
 def report(args, samples):
-    print(f"\nfault injection: tpserve serve --tp {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
+    print(f"\nfault injection: TP {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
           f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after "
           "every fault")
     print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")

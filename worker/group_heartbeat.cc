@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,6 +84,7 @@ void GroupHeartbeat::State::Declare(const std::string& reason) {
 }
 
 void GroupHeartbeat::State::Run() {
+  pthread_setname_np(pthread_self(), "tp-heartbeat");  // top -H, and bench/fault_cost.py's accounting
   const Clock::time_point start = Clock::now();
   std::vector<Clock::time_point> last_heard(size, start);  // [size]; rank 0's own entry unused
   Clock::time_point next_ping = start;

@@ -1,5 +1,7 @@
 #include "worker/group_session_beat.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "comm/worker_message.h"
@@ -37,6 +39,7 @@ SessionBeat::~SessionBeat() {
 }
 
 void SessionBeat::Run() {
+  pthread_setname_np(pthread_self(), "tp-leader-beat");  // top -H, and bench/fault_cost.py's accounting
   using Clock = std::chrono::steady_clock;
   uint64_t sequence = 0;
   Clock::time_point next = Clock::now();
