@@ -5,9 +5,32 @@ import subprocess
 import time
 from typing import Dict, List
 
-from conftest import MODEL, TPSERVE_RUN
+from conftest import BUILD, MODEL, TPSERVE_RUN
 
 PROMPT = "The capital of France is"
+
+
+def start_coordinator(port: int, worker_port: int, *flags: str, **popen_args) -> subprocess.Popen:
+    """A standalone tpserve-coordinator on loopback, in a session of its own."""
+    return subprocess.Popen([str(BUILD / "coordinator" / "tpserve-coordinator"), "--model", str(MODEL), "--port",
+                             str(port), "--worker-port", str(worker_port), *flags], start_new_session=True,
+                            **popen_args)
+
+
+def start_group(np: int, worker_port: int, *flags: str, **popen_args) -> subprocess.Popen:
+    """`mpirun -np NP tpserve-worker` on this host (the line `tpserve serve` runs), registering with the
+    coordinator at 127.0.0.1:worker_port; a session of its own, so it can be ended whole."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.Popen(["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none", "--mca",
+                             "mpi_yield_when_idle", "1", "--mca", "btl", "self,vader",
+                             str(BUILD / "worker" / "tpserve-worker"), "--model", str(MODEL), "--coordinator",
+                             f"tcp://127.0.0.1:{worker_port}", *flags], env=env, start_new_session=True,
+                            **popen_args)
+
+
+def group_ranks(mpirun: subprocess.Popen) -> Dict[int, int]:
+    """{rank: pid} of the tpserve-worker processes of one mpirun job (its session)."""
+    return session_ranks(mpirun.pid)
 
 
 def run_ids(*flags: str) -> List[int]:
@@ -54,13 +77,18 @@ def alive(pid: int) -> bool:
 
 def worker_ranks(server) -> Dict[int, int]:
     """{rank: pid} of the tpserve-worker processes of this server's session."""
+    return session_ranks(server.process.pid)
+
+
+def session_ranks(session: int) -> Dict[int, int]:
+    """{rank: pid} of the tpserve-worker processes in session `session`."""
     ranks = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         pid = int(entry)
         try:
-            if os.getsid(pid) != server.process.pid:
+            if os.getsid(pid) != session:
                 continue
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"tpserve-worker" not in f.read().split(b"\0")[0]:

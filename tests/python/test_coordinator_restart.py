@@ -14,20 +14,10 @@ import time
 import pytest
 import tpserve
 
-from client_testing import alive, run_ids, wait_for, worker_ranks
-from conftest import BUILD, MODEL, assert_no_process_left, free_port, start_server
+from client_testing import alive, group_ranks, run_ids, start_coordinator, start_group, wait_for, worker_ranks
+from conftest import assert_no_process_left, free_port, start_server
 
 PROMPT = "The capital of France is"
-
-
-def start_coordinator(port: int, worker_port: int) -> subprocess.Popen:
-    return subprocess.Popen([str(BUILD / "coordinator" / "tpserve-coordinator"), "--model", str(MODEL),
-                             "--port", str(port), "--worker-port", str(worker_port)], start_new_session=True)
-
-
-def group_pids(mpirun: subprocess.Popen) -> list:
-    out = subprocess.run(["pgrep", "-P", str(mpirun.pid)], capture_output=True, text=True)
-    return sorted(int(pid) for pid in out.stdout.split())
 
 
 async def start_async_stream(endpoint: str):
@@ -56,15 +46,11 @@ def healthy(endpoint: str) -> bool:
 def test_group_registers_with_a_restarted_coordinator_without_reloading():
     port, worker_port = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     coordinator = start_coordinator(port, worker_port)
-    mpirun = subprocess.Popen(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--mca",
-                               "mpi_yield_when_idle", "1", "--mca", "btl", "self,vader",
-                               str(BUILD / "worker" / "tpserve-worker"), "--model", str(MODEL), "--coordinator",
-                               f"tcp://127.0.0.1:{worker_port}"], env=env, start_new_session=True)
+    mpirun = start_group(2, worker_port)
     try:
         wait_for(lambda: healthy(endpoint), 120, "the group to register")
-        ranks = wait_for(lambda: (lambda p: p if len(p) == 2 else None)(group_pids(mpirun)), 30, "two ranks")
+        ranks = wait_for(lambda: (lambda p: p if len(p) == 2 else None)(group_ranks(mpirun)), 30, "two ranks")
         with tpserve.Client(endpoint, timeout=60) as client:
             greedy = client.generate(PROMPT, max_tokens=16)
             seeded = client.generate(PROMPT, max_tokens=16, temperature=0.9)
@@ -92,7 +78,7 @@ def test_group_registers_with_a_restarted_coordinator_without_reloading():
         wait_for(lambda: healthy(endpoint), 30, "the group to register with the new coordinator")
         # Noticed within 2.5 s of silence, then a Hello: no model load in between.
         assert time.monotonic() - restarted_at < 10
-        assert group_pids(mpirun) == ranks, "the group's ranks were restarted"
+        assert group_ranks(mpirun) == ranks, "the group's ranks were restarted"
         assert mpirun.poll() is None
         with tpserve.Client(endpoint, timeout=60) as client:
             assert client.generate(PROMPT, max_tokens=16).token_ids == greedy.token_ids
@@ -106,7 +92,7 @@ def test_group_registers_with_a_restarted_coordinator_without_reloading():
         finally:
             if mpirun.poll() is None:
                 os.killpg(mpirun.pid, signal.SIGKILL)
-            wait_for(lambda: not any(alive(pid) for pid in ranks), 15, "the ranks to exit")
+            wait_for(lambda: not any(alive(pid) for pid in ranks.values()), 15, "the ranks to exit")
 
 
 def test_serve_relaunches_a_crashed_coordinator():

@@ -19,7 +19,8 @@ from typing import Dict, List
 import pytest
 import tpserve
 
-from client_testing import alive, run_ids, wait_for, wait_until_idle, worker_ranks
+from client_testing import (alive, group_ranks, run_ids, start_coordinator, start_group, wait_for, wait_until_idle,
+                            worker_ranks)
 from conftest import BUILD, MODEL, REPO, TPSERVE, assert_no_process_left, free_port, start_server
 
 sys.path.insert(0, str(REPO / "deploy"))
@@ -181,6 +182,41 @@ def test_relaunch_waits_its_backoff_and_gives_up_past_max_restarts():
     finally:
         if server.process.poll() is None:
             os.killpg(server.process.pid, signal.SIGKILL)
+
+
+def test_lost_groups_requests_finish_on_a_group_of_another_tp_degree(references):
+    """A standalone coordinator with two data-parallel groups, TP 2 and TP 1, the requests spread over both; a
+    rank of the TP-2 group is killed while they stream. The coordinator moves that group's requests to the TP-1
+    group at once (nobody relaunches anything): they finish there after 1 replay with the ids of the
+    uninterrupted TP-1 reference, since logits are bitwise the same at every TP degree; the others are
+    untouched."""
+    port, worker_port = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    coordinator = start_coordinator(port, worker_port)
+    groups = [start_group(2, worker_port, "--threads", "1"), start_group(1, worker_port, "--threads", "1")]
+    try:
+        with tpserve.Client(endpoint, timeout=30) as probe:
+            wait_for(lambda: probe.health().num_worker_groups == 2, 120, "both groups to register")
+            doomed = wait_for(lambda: (lambda r: r if len(r) == 2 else None)(group_ranks(groups[0])), 30, "two ranks")
+            streams = Streams(endpoint)
+            wait_for(lambda: streams.min_tokens() >= 3, 60, "every request streaming")
+            os.kill(doomed[1], signal.SIGKILL)
+            streams.join(120)
+            check_streams(streams, references)  # tpserve-run on one rank
+            replays = [f.num_replays for f in streams.finishes]
+            assert 1 in replays and set(replays) <= {0, 1}, replays
+            assert groups[0].wait(timeout=30) != 0  # the lost group exited on its own, non-zero
+            stats = wait_until_idle(probe.stats, timeout=30)
+            assert stats.blocks_used == 0 and stats.num_worker_groups == 1 and probe.health().ok
+    finally:
+        coordinator.send_signal(signal.SIGTERM)  # drains, then shuts the groups down
+        coordinator.wait(timeout=60)
+        for group in groups:
+            try:
+                group.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(group.pid, signal.SIGKILL)
+                raise
 
 
 class NetnsCluster:
