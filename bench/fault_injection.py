@@ -54,6 +54,7 @@ import tpserve
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "deploy"))
 import netns_hosts  # noqa: E402  (deploy/netns_hosts.py: the two namespace "hosts")
+import worker_ranks as worker_processes  # noqa: E402  (deploy/worker_ranks.py)
 
 REQUESTS = [("Tell me a long story about the sea", {}),
             ("Write a poem about mountains and rivers", {"temperature": 0.8, "seed": 42})]
@@ -82,23 +83,7 @@ def wait_for(condition, timeout, what):
 def worker_ranks(session, lost):
     """{rank: pid} of the tpserve-worker processes of the session led by `session`, but those in `lost`
     (ranks of a lost group may still be exiting while the relaunched group starts)."""
-    ranks = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        pid = int(entry)
-        if pid in lost:
-            continue
-        try:
-            if os.getsid(pid) != session:
-                continue
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"tpserve-worker" not in f.read().split(b"\0")[0]:
-                    continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
-        except (OSError, KeyError, ValueError):
-            continue
-    return ranks
+    return worker_processes.worker_ranks(pid for pid in worker_processes.session_pids(session) if pid not in lost)
 
 
 def stream(endpoint, i, out, params_override=None, client_args=None):
@@ -376,12 +361,12 @@ def report(args, samples):
     print(f"\nfault injection: TP {args.tp}, {len(REQUESTS)} streaming requests of {MAX_TOKENS} "
           f"tokens, relaunch backoff {args.restart_backoff_ms} ms; ids equal to the uninterrupted run after "
           "every fault")
-    print(f"{'kind':<15}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
+    print(f"{'kind':<21}{'faults':>7}{'detect p50':>12}{'detect max':>12}{'ttft p50':>10}{'ttft max':>10}")
     for kind, got in samples.items():
         d = [s["detection_s"] for s in got]
         t = [s["ttft_after_fault_s"] for s in got]
         if got:
-            print(f"{kind:<15}{len(got):>7}{statistics.median(d):>11.2f}s{max(d):>11.2f}s"
+            print(f"{kind:<21}{len(got):>7}{statistics.median(d):>11.2f}s{max(d):>11.2f}s"
                   f"{statistics.median(t):>9.2f}s{max(t):>9.2f}s")
     for kind, got in samples.items():
         if got and "register_s" in got[0]:

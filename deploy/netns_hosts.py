@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Dict, Iterator, List
 
+from worker_ranks import worker_ranks
+
 DEPLOY = Path(__file__).resolve().parent
 CLONE_NEWNET = 0x40000000
 ADDR_A = "10.77.0.1"
@@ -89,18 +91,7 @@ class TwoHosts:
 
     def ranks(self) -> Dict[int, int]:
         """{MPI rank: pid} of the tpserve-worker processes in either namespace."""
-        ranks = {}
-        for pid in self.pids("a") + self.pids("b"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if b"tpserve-worker" not in f.read().split(b"\0")[0]:
-                        continue
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-                ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
-            except (OSError, KeyError, ValueError):
-                continue  # exited meanwhile, or not a rank
-        return ranks
+        return worker_ranks(self.pids("a") + self.pids("b"))
 
     def start_group(self, np: int, leader: str, worker: Path, *args: str, **popen_args) -> subprocess.Popen:
         """`deploy/netns-mpirun.sh NP tpserve-worker ARGS` with rank 0 (the leader) on host `leader` and the

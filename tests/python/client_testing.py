@@ -2,10 +2,14 @@
 state, and the processes of a server (its worker ranks)."""
 import os
 import subprocess
+import sys
 import time
 from typing import Dict, List
 
-from conftest import BUILD, MODEL, TPSERVE_RUN
+from conftest import BUILD, MODEL, REPO, TPSERVE_RUN
+
+sys.path.insert(0, str(REPO / "deploy"))
+import worker_ranks as worker_processes  # noqa: E402  (deploy/worker_ranks.py)
 
 PROMPT = "The capital of France is"
 
@@ -82,20 +86,4 @@ def worker_ranks(server) -> Dict[int, int]:
 
 def session_ranks(session: int) -> Dict[int, int]:
     """{rank: pid} of the tpserve-worker processes in session `session`."""
-    ranks = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            if os.getsid(pid) != session:
-                continue
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"tpserve-worker" not in f.read().split(b"\0")[0]:
-                    continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = pid
-        except (OSError, KeyError, ValueError):
-            continue  # exited meanwhile, or not a rank
-    return ranks
+    return worker_processes.worker_ranks(worker_processes.session_pids(session))
