@@ -1,16 +1,14 @@
 #include "kvstore/kv_pool.h"
 
-#include <cstdlib>
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
 namespace tpserve {
 
-namespace {
-constexpr size_t kAlignment = 64;
-}  // namespace
-
-void KvPool::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+void KvPool::Unmapper::operator()(uint8_t* p) const { munmap(p, bytes); }
 
 bool IsKvDType(DType type) {
   return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16 || type == DType::kQ8_0;
@@ -67,16 +65,17 @@ StatusOr<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolShape& shape) {
     return ResourceExhausted("KV pool of " + std::to_string(shape.num_blocks) + " blocks overflows the address space");
   }
   const int64_t total_bytes = per_block * shape.num_blocks;
-  const size_t bytes = (static_cast<size_t>(total_bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, bytes));
-  if (p == nullptr) {
-    return ResourceExhausted("cannot allocate a KV pool of " + std::to_string(bytes) + " bytes");
+  const size_t bytes = static_cast<size_t>(total_bytes);
+  // Anonymous memory: page-aligned and zero-filled by the kernel on first touch.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return ResourceExhausted("cannot map a KV pool of " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
   }
-  std::memset(p, 0, bytes);
-  return std::unique_ptr<KvPool>(new KvPool(shape, std::unique_ptr<uint8_t, FreeDeleter>(p), total_bytes));
+  return std::unique_ptr<KvPool>(
+      new KvPool(shape, std::unique_ptr<uint8_t, Unmapper>(static_cast<uint8_t*>(p), Unmapper{bytes}), total_bytes));
 }
 
-KvPool::KvPool(const KvPoolShape& shape, std::unique_ptr<uint8_t, FreeDeleter> data, int64_t total_bytes)
+KvPool::KvPool(const KvPoolShape& shape, std::unique_ptr<uint8_t, Unmapper> data, int64_t total_bytes)
     : shape_(shape), data_(std::move(data)), total_bytes_(total_bytes) {}
 
 int64_t KvPool::BlockStride() const {

@@ -47,7 +47,9 @@ class KvPool {
 
   // INVALID_ARGUMENT for a non-positive dimension, a type that is not a KV type, or a head dim that is
   // not a multiple of the type's block (32 for q8_0); RESOURCE_EXHAUSTED if the memory cannot be had.
-  // The memory starts zeroed.
+  // The memory starts zeroed, and is only mapped: a page becomes resident when a block on it is first
+  // written, so an idle pool costs no RSS and creating one costs no time (an eager memset of the default
+  // pool took longer than reading the model).
   static StatusOr<std::unique_ptr<KvPool>> Create(const KvPoolShape& shape);
 
   const KvPoolShape& shape() const { return shape_; }
@@ -67,15 +69,16 @@ class KvPool {
   Status CopyBlock(int64_t src, int64_t dst);
 
  private:
-  struct FreeDeleter {
+  struct Unmapper {
+    size_t bytes = 0;  // of the mapping
     void operator()(uint8_t* p) const;
   };
-  explicit KvPool(const KvPoolShape& shape, std::unique_ptr<uint8_t, FreeDeleter> data, int64_t total_bytes);
+  explicit KvPool(const KvPoolShape& shape, std::unique_ptr<uint8_t, Unmapper> data, int64_t total_bytes);
   int64_t BlockStride() const;  // bytes of one block of one layer's K (or V): block_size * Hkv * RowBytes
   int64_t LayerBytes() const;   // bytes of one layer's K (or V): num_blocks * BlockStride()
 
   KvPoolShape shape_;
-  std::unique_ptr<uint8_t, FreeDeleter> data_;
+  std::unique_ptr<uint8_t, Unmapper> data_;
   int64_t total_bytes_;
 };
 
