@@ -47,10 +47,15 @@ class TwoHosts:
 
     @classmethod
     def create(cls, prefix: str) -> "TwoHosts":
-        """Makes the namespaces (names of this process's own, so concurrent runs do not collide)."""
+        """Makes the namespaces (names of this process's own, so concurrent runs do not collide).
+        subprocess.CalledProcessError (with netns-setup.sh's stderr) when they cannot be made here."""
         hosts = cls(f"{prefix}a{os.getpid()}", f"{prefix}b{os.getpid()}")
-        subprocess.run([str(DEPLOY / "netns-setup.sh")], env=hosts.env, check=True, capture_output=True,
-                       timeout=60)
+        try:
+            subprocess.run([str(DEPLOY / "netns-setup.sh")], env=hosts.env, check=True, capture_output=True,
+                           timeout=60)
+        except subprocess.CalledProcessError:  # (no CAP_SYS_ADMIN, say): nothing half made is left
+            hosts.teardown()
+            raise
         return hosts
 
     def teardown(self) -> None:
