@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   flags.device = *device;
+  if (tpserve::Status twin = tpserve::ExecCudaTwinIfNeeded(flags.device, argv); !twin.ok()) {  // returns on failure
+    std::cerr << "tpserve-run: " << twin.ToString() << "\n";
+    return 1;
+  }
   if (tpserve::Status available = tpserve::CheckDeviceAvailable(flags.device); !available.ok()) {
     std::cerr << "tpserve-run: " << available.ToString() << "\n";
     return 1;

@@ -161,5 +161,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   flags.device = *device;
+  if (tpserve::Status twin = tpserve::ExecCudaTwinIfNeeded(flags.device, argv); !twin.ok()) {  // returns on failure
+    std::cerr << "tpserve-worker: " << twin.ToString() << "\n";
+    return 1;
+  }
   return tpserve::RunMpiProcess(&argc, &argv, "tpserve-worker", [&] { return tpserve::Serve(flags); });
 }

@@ -38,8 +38,8 @@ STAGE=/tmp/tpserve-stage
 
 pack() {
   local build=$ROOT/build-gpu-pack
-  local targets="tests_gpu cuda_executor_mpi_test nccl_communicator_mpi_test tpserve-run tpserve-mkmodel
-                 tpserve-bench-gpu-engine tpserve-bench-nccl"
+  local targets="tests_gpu cuda_executor_mpi_test nccl_communicator_mpi_test tpserve-run tpserve-run-cuda
+                 tpserve-mkmodel tpserve-bench-gpu-engine tpserve-bench-nccl"
   cmake -S "$ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPSERVE_NATIVE=OFF \
         -DCMAKE_CXX_FLAGS=-march=x86-64-v3 > /tmp/tpserve-gpu-pack-cmake.log || return 1
   grep -q "CUDA backend ON" /tmp/tpserve-gpu-pack-cmake.log || { echo "pack: CMake found no CUDA + NCCL" >&2; return 1; }
@@ -47,7 +47,8 @@ pack() {
   nice cmake --build "$build" --target $targets -j"$(nproc)" || return 1
   rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/lib"
   local bins=("$build/tests/tests_gpu" "$build/tests/cuda_executor_mpi_test" "$build/tests/nccl_communicator_mpi_test"
-              "$build/worker/tpserve-run" "$build/model/tpserve-mkmodel" "$build/bench/gpu/tpserve-bench-gpu-engine"
+              "$build/worker/tpserve-run" "$build/worker/tpserve-run-cuda" "$build/model/tpserve-mkmodel"
+              "$build/bench/gpu/tpserve-bench-gpu-engine"
               "$build/bench/gpu/tpserve-bench-nccl")
   for bin in "${bins[@]}"; do
     [ -x "$bin" ] || { echo "pack: $bin was not built" >&2; return 1; }
@@ -147,10 +148,10 @@ else
   export LD_LIBRARY_PATH="${cuda_dirs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   step build 420 bash -c "cmake -S '$ROOT' -B '$ROOT/build-gpu-device' -DCMAKE_BUILD_TYPE=Release -G Ninja &&
     cmake --build '$ROOT/build-gpu-device' -j16 --target tests_gpu cuda_executor_mpi_test nccl_communicator_mpi_test \
-      tpserve-run tpserve-mkmodel tpserve-bench-gpu-engine tpserve-bench-nccl"
+      tpserve-run tpserve-run-cuda tpserve-mkmodel tpserve-bench-gpu-engine tpserve-bench-nccl"
   mkdir -p "$BIN"
   for b in tests/tests_gpu tests/cuda_executor_mpi_test tests/nccl_communicator_mpi_test worker/tpserve-run \
-           model/tpserve-mkmodel bench/gpu/tpserve-bench-gpu-engine bench/gpu/tpserve-bench-nccl; do
+           worker/tpserve-run-cuda model/tpserve-mkmodel bench/gpu/tpserve-bench-gpu-engine bench/gpu/tpserve-bench-nccl; do
     ln -sf "$ROOT/build-gpu-device/$b" "$BIN/"
   done
 fi
@@ -185,8 +186,9 @@ else
   echo "== NCCL MPI tests: skipped, no mpirun on this machine" | tee -a "$LOGS"
 fi
 
-# tpserve-run on the GPU prints the same greedy ids as on the CPU (16 tokens, the same binary; on
-# SmolLM2 this prompt's tokens win by logit margins >= 0.3, see tests/gpu/cuda_executor_test.cc).
+# tpserve-run on the GPU prints the same greedy ids as on the CPU (16 tokens; --device cuda re-executes its twin
+# tpserve-run-cuda, which must sit beside it; on SmolLM2 this prompt's tokens win by logit margins >= 0.3, see
+# tests/gpu/cuda_executor_test.cc).
 PROMPT="def fibonacci(n):"
 step run_cpu 120 "$BIN/tpserve-run" --model "$SMOL" --prompt "$PROMPT" --max-tokens 16 --print-ids --ignore-eos --device cpu
 step run_cuda 60 "$BIN/tpserve-run" --model "$SMOL" --prompt "$PROMPT" --max-tokens 16 --print-ids --ignore-eos --device cuda

@@ -54,7 +54,7 @@ if(TARGET tpserve_comm_nccl)
   # The CUDA executor as a TP 2 NCCL group against the CPU engine (skips without a GPU per rank).
   tpserve_mpi_test(cuda_executor_mpi_test 2
                    SOURCES ${MPI_TEST_DIR}/cuda_executor_mpi_test.cc ${MPI_TEST_DIR}/mpi_gtest_main.cc
-                   LIBS tpserve_testing)
+                   LIBS tpserve_worker_cuda tpserve_testing)
   set_property(TEST cuda_executor_mpi_test_np2 APPEND PROPERTY LABELS gpu)
 endif()
 
