@@ -24,6 +24,9 @@ from pathlib import Path
 import tpserve
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "deploy"))
+import worker_ranks as worker_processes  # noqa: E402  (deploy/worker_ranks.py)
+
 PROMPTS = ["Tell me a long story about the sea", "Write a poem about mountains and rivers",
            "Explain how a steam engine works", "List ten facts about the moon"]
 
@@ -37,12 +40,11 @@ def free_port():
 def session_processes(session):
     """{pid: command name} of the processes in `session` (tpserve serve's own, its children and ranks)."""
     procs = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
+    for pid in worker_processes.session_pids(session):
         try:
-            if os.getsid(int(entry)) == session:
-                procs[int(entry)] = Path(f"/proc/{entry}/comm").read_text().strip()
+            procs[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
-            continue
+            continue  # exited meanwhile
     return procs
 
 

@@ -317,13 +317,7 @@ def link_cuts(args, got, leader):
                 detected_at = time.monotonic()
                 wait_for(lambda: not set(ranks.values()) & set(hosts.ranks().values()), 30, "the ranks to exit")
                 exited_at = time.monotonic()
-                try:  # mpirun's keepalives give up on the unreachable host's daemon, unless it sent it a message
-                    group.wait(timeout=10)
-                    is_job_killed = False
-                except subprocess.TimeoutExpired:  # ... which waits on TCP retransmissions: the supervisor ends it
-                    os.killpg(group.pid, signal.SIGKILL)
-                    group.wait()
-                    is_job_killed = True
+                is_job_killed = netns_hosts.end_job(group, grace=10) is None
                 group_exited_at = time.monotonic()
                 hosts.restore()
                 group = start_group()

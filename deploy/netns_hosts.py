@@ -15,10 +15,11 @@ import contextlib
 import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 from worker_ranks import worker_ranks
 
@@ -107,3 +108,16 @@ class TwoHosts:
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         return subprocess.Popen([str(DEPLOY / "netns-mpirun.sh"), str(np), str(worker), *args], env=env,
                                 start_new_session=True, **popen_args)
+
+
+def end_job(job: subprocess.Popen, grace: float) -> Optional[int]:
+    """What a group's supervisor does once the ranks of the job `job` are gone: waits `grace` seconds for mpirun
+    to exit by itself (its out-of-band keepalives give up on an unreachable host's daemon) and returns its exit
+    code; past that (mpirun sent the cut host a message, which TCP retransmits for minutes) ends the job's
+    session and returns None."""
+    try:
+        return job.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        return None

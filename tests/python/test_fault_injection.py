@@ -229,9 +229,7 @@ class NetnsCluster:
         port, worker_port = free_port(), free_port()  # on A: this thread is there
         self.endpoint = f"tcp://127.0.0.1:{port}"
         self.worker_endpoint = f"tcp://{netns_hosts.ADDR_A}:{worker_port}"
-        self.coordinator = subprocess.Popen([str(BUILD / "coordinator" / "tpserve-coordinator"), "--model",
-                                             str(MODEL), "--host", "0.0.0.0", "--port", str(port), "--worker-port",
-                                             str(worker_port), "--keys", keys], start_new_session=True)
+        self.coordinator = start_coordinator(port, worker_port, "--host", "0.0.0.0", "--keys", keys)
         self.group = None
 
     def start_group(self, leader: str) -> Dict[int, int]:
@@ -304,11 +302,8 @@ def test_cut_link_is_replayed_with_identical_ids(netns_cluster, references, lead
     # mpirun exits non-zero by itself when its out-of-band keepalives give up on the unreachable host first; a
     # kill message it sent there before that waits on TCP retransmissions (minutes): then the supervisor ends
     # the job whose ranks are gone (in Kubernetes the leader pod's liveness probe, deploy/k8s/).
-    try:
-        assert cluster.group.wait(timeout=10) != 0
-    except subprocess.TimeoutExpired:
-        os.killpg(cluster.group.pid, signal.SIGKILL)
-        cluster.group.wait()
+    exit_code = netns_hosts.end_job(cluster.group, grace=10)
+    assert exit_code is None or exit_code != 0
     cluster.hosts.restore()
     cluster.start_group(leader)
     streams.join(120)
