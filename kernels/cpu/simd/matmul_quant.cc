@@ -34,6 +34,7 @@
 #if TPSERVE_FIXED_POINT_AVX2
 #define TPSERVE_QUANT_AVX2 1
 #include "kernels/cpu/simd/quant_unpack.h"
+#include "kernels/cpu/simd/quant_row_quads.h"
 #endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
@@ -50,19 +51,6 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 }
 // Signed × signed through the sign trick: |w| · (a with w's sign).
 inline __m256i DotS8S8(__m256i w, __m256i a) { return DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
-
-// Bytes of 256 values of a type: one super-block, or 8 blocks of 32.
-template <DType kType>
-constexpr int64_t kBytesPer256 = kType == DType::kQ8_0   ? 8 * sizeof(BlockQ8_0)
-                                 : kType == DType::kQ4_0 ? 8 * sizeof(BlockQ4_0)
-                                 : kType == DType::kQ4_1 ? 8 * sizeof(BlockQ4_1)
-                                 : kType == DType::kQ5_0 ? 8 * sizeof(BlockQ5_0)
-                                 : kType == DType::kQ5_1 ? 8 * sizeof(BlockQ5_1)
-                                 : kType == DType::kQ2_K ? sizeof(BlockQ2_K)
-                                 : kType == DType::kQ3_K ? sizeof(BlockQ3_K)
-                                 : kType == DType::kQ4_K ? sizeof(BlockQ4_K)
-                                 : kType == DType::kQ5_K ? sizeof(BlockQ5_K)
-                                                         : sizeof(BlockQ6_K);
 
 // The block's integer dot with one token's activations, lanes scaled by the half scales.
 template <DType kType>
@@ -172,27 +160,16 @@ struct FixedSums {
   __m128 d = _mm_setzero_ps(), m = _mm_setzero_ps(), neg_dmin = _mm_setzero_ps();
 };
 
-// Every 256 values (at block b), asks for the 256 after next of each of the NR rows: the hardware
-// prefetcher follows these interleaved row streams poorly (measured, 2048 x 8192 on one thread: Q4_K
-// decode 3.0 ms without, 1.0 ms with).
-template <DType kType, int NR>
-inline void PrefetchRows(const uint8_t* w, int64_t row_bytes, int64_t b) {
-  if (b % 8 != 0) return;
-  for (int r = 0; r < NR; ++r) {
-    const char* next = reinterpret_cast<const char*>(w + r * row_bytes) + (b / 8 + 2) * kBytesPer256<kType>;
-    for (int64_t off = 0; off < kBytesPer256<kType>; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
-  }
-}
-
 template <DType kType, template <int, int> class Sums, int NR, int NT>
 void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                typename Sums<NR, NT>::Out* y, int64_t y_stride) {
   constexpr MinKind kMin = MinKindOf(kType);
   Sums<NR, NT> acc;
   const int64_t num_blocks = cols / kQuantBlock;
+  TilePrefetch<kType, NR> prefetch(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     WeightBlock wb[NR];
-    PrefetchRows<kType, NR>(w, row_bytes, b);
+    prefetch.At(b);
     for (int r = 0; r < NR; ++r) wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
     acc.SetBlock(wb);
     for (int t = 0; t < NT; ++t) {
@@ -267,8 +244,9 @@ void QuantPairTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_
     for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_ps();
   for (int t = 0; t < NT; ++t) acc_min[t] = _mm_setzero_ps();
   const int64_t num_blocks = cols / kQuantBlock;
+  TilePrefetch<kType, NR> prefetch(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
-    PrefetchRows<kType, NR>(w, row_bytes, b);
+    prefetch.At(b);
     WeightBlock wb[NR];
     PairWeight pw[NR];
     for (int r = 0; r < NR; ++r) {
@@ -398,6 +376,12 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 // The tile for NR rows × NT tokens: MatMul's for an even number of tokens on AVX-512 takes token pairs.
 template <DType kType, template <int, int> class Sums, int NR, int NT>
 constexpr TileFn<typename Sums<NR, NT>::Out> Tile() {
+#if TPSERVE_QUANT_ROW_QUADS
+  if constexpr (NR == 4 && NT == 1 && HasRowQuads(kType)) {
+    using Quad = std::conditional_t<std::is_same_v<Sums<NR, NT>, FloatSums<NR, NT>>, FloatQuad, FixedQuad>;
+    return QuadRowTile<kType, Quad>;
+  }
+#endif
 #if TPSERVE_QUANT_PAIRS
   if constexpr (std::is_same_v<Sums<NR, NT>, FloatSums<NR, NT>> && NT % 2 == 0) return QuantPairTile<kType, NR, NT>;
 #endif

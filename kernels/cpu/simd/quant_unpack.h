@@ -125,4 +125,54 @@ inline WeightBlock LoadBlock(const uint8_t* row, int64_t b) {
   return wb;
 }
 
+// Bytes of 256 values of a type: one super-block, or 8 blocks of 32.
+template <DType kType>
+constexpr int64_t kBytesPer256 = kType == DType::kQ8_0   ? 8 * sizeof(BlockQ8_0)
+                                 : kType == DType::kQ4_0 ? 8 * sizeof(BlockQ4_0)
+                                 : kType == DType::kQ4_1 ? 8 * sizeof(BlockQ4_1)
+                                 : kType == DType::kQ5_0 ? 8 * sizeof(BlockQ5_0)
+                                 : kType == DType::kQ5_1 ? 8 * sizeof(BlockQ5_1)
+                                 : kType == DType::kQ2_K ? sizeof(BlockQ2_K)
+                                 : kType == DType::kQ3_K ? sizeof(BlockQ3_K)
+                                 : kType == DType::kQ4_K ? sizeof(BlockQ4_K)
+                                 : kType == DType::kQ5_K ? sizeof(BlockQ5_K)
+                                                         : sizeof(BlockQ6_K);
+
+// Software prefetch for a tile of NR adjacent rows, called at every block b (it acts every 256 values).
+// - A tile of up to kLinearPrefetchBytes: the next tile's bytes in address order, as many per 256 values
+//   as the tile reads, so one tile ahead is requested while this one is read (RunTiles walks adjacent rows
+//   NR at a time). Per row, 256 values ahead would not leave a short row: SmolLM2's 576-column rows are
+//   2.25 × 256 values, so most of those requests fell on rows already being read.
+// - A longer tile, or a single row: each row's 256 values after next (the hardware prefetcher follows
+//   interleaved row streams poorly: 2048 x 8192 Q4_K on one thread, 3.0 ms without, 1.0 ms with).
+// One thread, weights cycled out of the cache, ns per row-block before -> after the linear mode
+// (bench/README.md, "Decode over four rows"): Q4_1 576 cols 1.9 -> 1.3, 1536 cols 3.1 -> 1.2, 2048 cols
+// 3.1 -> 1.1; Q6_K 576 cols 5.6 -> 2.3; unchanged where it does not apply (Q8_0 single rows, 8192 columns).
+inline constexpr int64_t kLinearPrefetchBytes = 8192;
+
+template <DType kType, int NR>
+class TilePrefetch {
+ public:
+  TilePrefetch(const uint8_t* w, int64_t row_bytes)
+      : w_(w), row_bytes_(row_bytes), linear_(NR > 1 && NR * row_bytes <= kLinearPrefetchBytes) {}
+  void At(int64_t b) const {
+    if (b % 8 != 0) return;
+    if (linear_) {
+      const char* next = reinterpret_cast<const char*>(w_ + NR * row_bytes_);
+      const int64_t begin = NR * (b / 8) * kBytesPer256<kType>;
+      for (int64_t off = begin; off < begin + NR * kBytesPer256<kType>; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+      return;
+    }
+    for (int r = 0; r < NR; ++r) {
+      const char* next = reinterpret_cast<const char*>(w_ + r * row_bytes_) + (b / 8 + 2) * kBytesPer256<kType>;
+      for (int64_t off = 0; off < kBytesPer256<kType>; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+    }
+  }
+
+ private:
+  const uint8_t* w_;
+  int64_t row_bytes_;
+  bool linear_;
+};
+
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
