@@ -23,6 +23,9 @@
 #define TPSERVE_MATMUL_AVX512 1
 #endif
 #include "kernels/cpu/simd/intrinsics.h"
+#if TPSERVE_FIXED_POINT_AVX2
+#include "kernels/cpu/simd/tile_prefetch.h"
+#endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
@@ -53,16 +56,19 @@ struct Load8BF16 {
 #if TPSERVE_MATMUL_AVX512
 // Loads 16 weights starting at element k as f32; `mask` selects the valid ones of a tail.
 struct LoadF32 {
+  static constexpr int kBytes = 4;
   static __m512 Load(const uint8_t* row, int64_t k, __mmask16 mask) {
     return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + k);
   }
 };
 struct LoadF16 {
+  static constexpr int kBytes = 2;
   static __m512 Load(const uint8_t* row, int64_t k, __mmask16 mask) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + k));
   }
 };
 struct LoadBF16 {
+  static constexpr int kBytes = 2;
   static __m512 Load(const uint8_t* row, int64_t k, __mmask16 mask) {
     const __m256i h = _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + k);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -83,8 +89,12 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
       for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   };
+  const TilePrefetch<256 * Loader::kBytes, NR, false> prefetch(w, row_bytes);
   int64_t k = 0;
-  for (; k + kLanes <= cols; k += kLanes) step(k, 0xffff);
+  for (; k + kLanes <= cols; k += kLanes) {
+    prefetch.At(k);
+    step(k, 0xffff);
+  }
   if (k < cols) step(k, static_cast<__mmask16>((1u << (cols - k)) - 1));  // masked-off lanes load 0
   for (int t = 0; t < NT; ++t)
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(acc[r][t]);
@@ -123,8 +133,10 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
         }
       }
     };
+    const TilePrefetch<256 * Loader::kBytes, NR, false> prefetch(w, row_bytes);
     int64_t k = 0;
     for (; k + kLanes <= cols; k += kLanes) {
+      prefetch.At(k);
       chunk([&](int r) { return w + r * row_bytes + k * Loader::kBytes; },
             [&](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; });
     }

@@ -13,8 +13,9 @@
 // acc[i] = fma(f32(lane_i), d_w · d_a, acc[i]); Q2_K then acc[i] = fma(f32(min_i · Σa_i), −(dmin · d_a),
 // acc[i]) with Σa_i the lane's 4 activations; the offset types (Q4_1, Q5_1, Q4_K, Q5_K) also do
 // acc_min += m_w · sum_a (no fma); y = Fold8(acc) + acc_min (canonical_sum.h). AVX2 and AVX-512 run
-// it in one ymm register (the AVX-512 level only swaps maddubs for VNNI, same integers); the
-// portable level in 8 scalars.
+// it in one ymm register (the AVX-512 level only swaps maddubs for VNNI, same integers; its decode tiles
+// of 4 rows hold each row's 8 lanes in two 128-bit lanes, quant_row_quads.h); the portable level in 8
+// scalars.
 // MatMulFixedPoint's: per block f32(Σ lanes) · (d_w·2^32 · d_a), plus m_w·2^32 · sum_a (offset types)
 // or f32(Σ min lanes) · (−(dmin·2^32) · d_a) (Q2_K), rounded to int64. Every Σ stays below 2^24
 // (Q6_K's largest: 32 · 32 · 127 · 128), so its f32 is exact.
@@ -166,10 +167,10 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
   constexpr MinKind kMin = MinKindOf(kType);
   Sums<NR, NT> acc;
   const int64_t num_blocks = cols / kQuantBlock;
-  TilePrefetch<kType, NR> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, NR, true> prefetch(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     WeightBlock wb[NR];
-    prefetch.At(b);
+    prefetch.At(b * kQuantBlock);
     for (int r = 0; r < NR; ++r) wb[r] = LoadBlock<kType>(w + r * row_bytes, b);
     acc.SetBlock(wb);
     for (int t = 0; t < NT; ++t) {
@@ -244,9 +245,9 @@ void QuantPairTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_
     for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_ps();
   for (int t = 0; t < NT; ++t) acc_min[t] = _mm_setzero_ps();
   const int64_t num_blocks = cols / kQuantBlock;
-  TilePrefetch<kType, NR> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, NR, true> prefetch(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
-    prefetch.At(b);
+    prefetch.At(b * kQuantBlock);
     WeightBlock wb[NR];
     PairWeight pw[NR];
     for (int r = 0; r < NR; ++r) {

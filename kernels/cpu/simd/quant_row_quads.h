@@ -4,7 +4,9 @@
 // lanes) gives every row its 8 canonical integer lanes: lane i of row r is lane r·4 + i of `lo` (i < 4)
 // or of `hi` (i >= 4). The 8-lane tiles spend a vector register on each row and do the scales' f16
 // conversions, products and broadcasts row by row; here they are vector operations over four rows, about
-// a third of the instructions per block (bench/README.md, "Decode over four rows").
+// a third of the instructions per block (bench/README.md, "Decode over four rows"). Integer lanes are
+// exact, so the types stored with a bias (Q4_0, Q5_0, Q6_K: w = q − bias) dot the unsigned q and subtract
+// bias · Σa, the same integers as the 8-lane tiles' signed dot.
 //
 // Every output sees exactly the operations of matmul_quant.cc's canonical order, in the same order:
 // the same exact integer lanes, the same f32 products d_w · d_a (a product rounds the same in any lane),
@@ -295,10 +297,10 @@ void QuadRowTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t,
   Quad acc;
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
-  TilePrefetch<kType, 4> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
-    prefetch.At(b);
+    prefetch.At(b * kQuantBlock);
     const QuadBlock q = reader.Load(b);
     const QuadAct a = LoadQuadAct<kType>(act[b]);
     acc.template Add<MinKindOf(kType)>(QuadLanes<kType>(q.lo, a.lo, a.lo_sum, q.lo_scale),

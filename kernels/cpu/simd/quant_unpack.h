@@ -11,6 +11,7 @@
 #include "common/dtype.h"
 #include "common/quant_block.h"
 #include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/tile_prefetch.h"
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
@@ -137,47 +138,5 @@ constexpr int64_t kBytesPer256 = kType == DType::kQ8_0   ? 8 * sizeof(BlockQ8_0)
                                  : kType == DType::kQ4_K ? sizeof(BlockQ4_K)
                                  : kType == DType::kQ5_K ? sizeof(BlockQ5_K)
                                                          : sizeof(BlockQ6_K);
-
-// Software prefetch for a tile of NR adjacent rows, called at every block b (it acts every 256 values).
-// - A tile of up to kLinearPrefetchBytes: the next tile's bytes in address order, as many per 256 values
-//   as the tile reads, so one tile ahead is requested while this one is read (RunTiles walks adjacent rows
-//   NR at a time). Per row, 256 values ahead would not leave a short row: SmolLM2's 576-column rows are
-//   2.25 × 256 values, so most of those requests would fall on rows already being read.
-// - A longer tile: each row's 256 values after next.
-// - A single row: nothing; it is one sequential stream, which the hardware prefetcher follows best.
-// One thread, weights cycled out of the cache, ns per row-block without -> with (bench/README.md, "Decode
-// over four rows"): Q4_1 1536 x 576 1.90 -> 1.32, 576 x 1536 (fixed point) 3.54 -> 1.34; Q6_K 576 x 1536
-// 6.05 -> 2.20; Q4_K 2048 x 8192 2.69 -> 2.57.
-inline constexpr int64_t kLinearPrefetchBytes = 8192;
-
-// One prefetcht0. Not _mm_prefetch: GCC 12 finds a function whose only effect is a prefetch free of side
-// effects, marks it const and deletes its calls before inlining them, so no prefetch was ever emitted here
-// (the objects had none until this). It must keep an asm volatile.
-inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
-
-template <DType kType, int NR>
-class TilePrefetch {
- public:
-  TilePrefetch(const uint8_t* w, int64_t row_bytes)
-      : w_(w), row_bytes_(row_bytes), linear_(NR * row_bytes <= kLinearPrefetchBytes) {}
-  void At(int64_t b) const {
-    if (NR == 1 || b % 8 != 0) return;
-    if (linear_) {
-      const char* next = reinterpret_cast<const char*>(w_ + NR * row_bytes_);
-      const int64_t begin = NR * (b / 8) * kBytesPer256<kType>;
-      for (int64_t off = begin; off < begin + NR * kBytesPer256<kType>; off += 64) PrefetchLine(next + off);
-      return;
-    }
-    for (int r = 0; r < NR; ++r) {
-      const char* next = reinterpret_cast<const char*>(w_ + r * row_bytes_) + (b / 8 + 2) * kBytesPer256<kType>;
-      for (int64_t off = 0; off < kBytesPer256<kType>; off += 64) PrefetchLine(next + off);
-    }
-  }
-
- private:
-  const uint8_t* w_;
-  int64_t row_bytes_;
-  bool linear_;
-};
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
