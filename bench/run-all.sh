@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark of the project on this machine, in one run (10 minutes on 2 quiet cores).
+# `make bench`: every benchmark of the project on this machine, in one run (20 minutes on 2 quiet cores).
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick),
 #     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
@@ -9,7 +9,9 @@
 #  5. the floor: tpserve-bench-naive (generation without a KV cache)
 #  6. serving: bench/serve-sweep.sh (tpserve serve TP 1/2 under tpserve-bench, and llama.cpp's llama-server
 #     under the same load as the peer)
-#  7. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
+#  7. every weight type beside llama.cpp at 1 and all threads (bench/types-vs-llama.sh: SmolLM2 requantised
+#     by llama-quantize, pp512 / tg128 of both engines back to back, the bandwidth bound in the same rows)
+#  8. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
 #     bench/scaling_model.py on this calibration), bench/README.md's tables, the roofline PNG (bench/roofline.py)
 # Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run (~5 minutes: small sizes, one
 # serving point), BENCH_TMP (default /tmp/tpserve-bench), BENCH_RESULTS (default bench/results; elsewhere,
@@ -150,6 +152,19 @@ else
   python3 bench/beam_search.py --build "$build" --rounds 2 --concurrency 1,4 --max-tokens 32 \
     --results "$results/beam_search" | tee "$results/beam_search.md" || echo "beam search bench failed (continuing)"
 fi
+
+step "every weight type beside llama.cpp, 1 and $threads threads"
+for t in 1 "$threads"; do
+  rm -rf "$results/types_vs_llama_t$t" "$results/types_vs_llama_t$t.md"
+  if [ "$quick" = 1 ]; then
+    TYPES=Q4_1 ROUNDS=1 THREADS=$t BUILD="$build" RESULTS="$tmp/types_vs_llama_t$t" bench/types-vs-llama.sh ||
+      echo "types bench failed (continuing)"
+  else
+    ROUNDS=1 THREADS=$t BUILD="$build" RESULTS="$results/types_vs_llama_t$t" bench/types-vs-llama.sh \
+      >"$results/types_vs_llama_t$t.md" && cat "$results/types_vs_llama_t$t.md" || echo "types bench failed (continuing)"
+  fi
+  [ "$t" = "$threads" ] && break
+done
 
 step "summary, calibration, roofline"
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib

@@ -162,6 +162,14 @@ def main():
                 "\n".join("    " + line for line in naive.splitlines())]
     except OSError:
         pass
+    for threads in sorted({1, os.cpu_count() or 1}):
+        try:
+            with open(os.path.join(RESULTS, f"types_vs_llama_t{threads}.md")) as f:
+                types = f.read().strip()
+        except OSError:
+            continue
+        out += ["", f"### Every weight type beside llama.cpp, {threads} thread{'s' if threads > 1 else ''} "
+                "(bench/types-vs-llama.sh)\n", types]
     serving = serving_section(RESULTS)
     if serving:
         out += ["", "### Serving: the real server under tpserve-bench, beside llama.cpp's llama-server "
