@@ -82,12 +82,15 @@ inline __m512i ShiftMask(__m512i v, int shift, int mask) {
   return _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(shift)), _mm512_set1_epi8(static_cast<char>(mask)));
 }
 
+// The permutation that fills lane group r (four 32-bit elements) with element r.
+inline __m512i RowGroups() { return _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3); }
+
 // Q5_0/Q5_1: 0x10 in the bytes whose fifth bit is set. Bit j of row r's 32-bit qh is value j of the row:
 // bits 0..15 go to `lo`'s lane r, 16..31 to `hi`'s.
 inline void AddFifthBits(const uint8_t* qh, int64_t stride, __m512i* lo, __m512i* hi) {
   uint32_t bits[4];
   for (int r = 0; r < 4; ++r) std::memcpy(&bits[r], qh + r * stride, 4);
-  const __m512i rows = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+  const __m512i rows = _mm512_permutexvar_epi32(RowGroups(),
                                                 _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits))));
   // Byte j of a lane takes byte j / 8 of its qh half, then tests bit j % 8.
   const __m512i lo_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
@@ -95,10 +98,8 @@ inline void AddFifthBits(const uint8_t* qh, int64_t stride, __m512i* lo, __m512i
                                              0x0202020202020202);
   const __m512i bit = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
   const __m512i fifth = _mm512_set1_epi8(0x10);
-  *lo = _mm512_mask_or_epi32(*lo, 0xffff, *lo,
-                             _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, lo_bytes), bit), fifth));
-  *hi = _mm512_mask_or_epi32(*hi, 0xffff, *hi,
-                             _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, hi_bytes), bit), fifth));
+  *lo = _mm512_or_si512(*lo, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, lo_bytes), bit), fifth));
+  *hi = _mm512_or_si512(*hi, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, hi_bytes), bit), fifth));
 }
 
 // Reads block after block of four adjacent rows. The K-quants' per-group scales (and Q6_K's d) are
@@ -241,8 +242,7 @@ inline __m512i QuadLanes(__m512i w, __m512i a, __m512i sum, __m512i scale) {
 
 // Lane group r of v set to s[r].
 inline __m512 SpreadRows(__m128 s) {
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                               _mm512_castps128_ps512(s));
+  return _mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(s));
 }
 
 // MatMul's reduction (FloatSums' per output).
