@@ -3,7 +3,7 @@
 // composes layers and never calls the communicator itself.
 //
 //   column-parallel        rows (output features) [row_begin, row_end) of W, no collective: see
-//                          worker/merged_column_parallel_linear.h (Q/K/V and gate/up stacked).
+//                          worker/merged_column_parallel_linear.h (Q/K/V and gate/up in one matmul).
 //   RowParallelLinear      columns (input features) [col_begin, col_end) of W; Forward ends with the
 //                          all-reduce that sums the ranks' partial products — the only one in a layer.
 //                          The partials are fixed-point int64 (kernels/cpu/matmul_fixed_point.h), so

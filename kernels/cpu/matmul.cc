@@ -1,6 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -44,13 +45,20 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
 }
 
 template <class Out>
-void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* x, int64_t num_tokens, Out* y,
-               ThreadPool* pool) {
+void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts, const float* x, int64_t num_tokens,
+               std::span<Out* const> ys, ThreadPool* pool) {
   CHECK(pool != nullptr);
   CHECK_GE(num_tokens, 0);
-  if (num_tokens == 0 || w.rows == 0) return;
+  CHECK(!parts.empty());
+  CHECK_EQ(parts.size(), ys.size());
+  const WeightMatrix& w = parts[0];
+  int64_t total_rows = 0;
+  for (const WeightMatrix& part : parts) {
+    CHECK(part.type == w.type && part.cols == w.cols) << "parts of one matmul differ in type or columns";
+    total_rows += part.rows;
+  }
+  if (num_tokens == 0 || total_rows == 0) return;
   const int64_t row_bytes = DTypeRowBytes(w.type, w.cols);
-  const auto* wdata = static_cast<const uint8_t*>(w.data);
 
   const uint8_t* xdata;
   int64_t x_stride;
@@ -72,9 +80,17 @@ void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* 
   // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles; F16 and Q4_K were slower that
   // way, Q4_1 no different). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
   const bool single_row = num_tokens == 1 && std::is_same_v<Out, float> && w.type == DType::kQ8_0;
-  // Each thread owns a contiguous range of weight rows, so it streams a disjoint part of the weight.
-  pool->ParallelFor(w.rows, [&](int64_t begin, int64_t end) {
-    RunTiles(table, wdata, row_bytes, begin, end, xdata, x_stride, num_tokens, w.cols, y, w.rows, single_row);
+  // Each thread owns a contiguous range of the parts' rows taken in order, so it streams a disjoint part
+  // of the weights; the range is cut at part boundaries, and a tile never spans two parts.
+  pool->ParallelFor(total_rows, [&](int64_t begin, int64_t end) {
+    int64_t first = 0;  // index of parts[i]'s first row among all the rows
+    for (size_t i = 0; i < parts.size() && first < end; first += parts[i].rows, ++i) {
+      const int64_t lo = std::max(begin, first) - first;
+      const int64_t hi = std::min(end, first + parts[i].rows) - first;
+      if (lo >= hi) continue;
+      RunTiles(table, static_cast<const uint8_t*>(parts[i].data), row_bytes, lo, hi, xdata, x_stride, num_tokens,
+               w.cols, ys[i], parts[i].rows, single_row);
+    }
   });
 }
 
@@ -82,19 +98,26 @@ template void RunTiles<float>(const TileTable<float>&, const uint8_t*, int64_t, 
                               int64_t, int64_t, int64_t, float*, int64_t, bool);
 template void RunTiles<int64_t>(const TileTable<int64_t>&, const uint8_t*, int64_t, int64_t, int64_t,
                                 const uint8_t*, int64_t, int64_t, int64_t, int64_t*, int64_t, bool);
-template void RunMatMul<float>(const TileTable<float>&, const WeightMatrix&, const float*, int64_t, float*,
-                               ThreadPool*);
-template void RunMatMul<int64_t>(const TileTable<int64_t>&, const WeightMatrix&, const float*, int64_t, int64_t*,
-                                 ThreadPool*);
+template void RunMatMul<float>(const TileTable<float>&, std::span<const WeightMatrix>, const float*, int64_t,
+                               std::span<float* const>, ThreadPool*);
+template void RunMatMul<int64_t>(const TileTable<int64_t>&, std::span<const WeightMatrix>, const float*, int64_t,
+                                 std::span<int64_t* const>, ThreadPool*);
 
 }  // namespace internal
 
-void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool) {
-  CHECK(IsQuantized(w.type) || w.type == DType::kF32 || w.type == DType::kF16 || w.type == DType::kBF16)
-      << "no matmul for " << DTypeName(w.type);
+void MatMulParts(std::span<const WeightMatrix> parts, const float* x, int64_t num_tokens, std::span<float* const> ys,
+                 ThreadPool* pool) {
+  CHECK(!parts.empty());
+  const DType type = parts[0].type;
+  CHECK(IsQuantized(type) || type == DType::kF32 || type == DType::kF16 || type == DType::kBF16)
+      << "no matmul for " << DTypeName(type);
   const internal::IsaKernels& kernels = internal::ActiveKernels();
-  const internal::TileTable<float>& table = IsQuantized(w.type) ? kernels.quant_tiles(w.type) : kernels.float_tiles(w.type);
-  internal::RunMatMul(table, w, x, num_tokens, y, pool);
+  const internal::TileTable<float>& table = IsQuantized(type) ? kernels.quant_tiles(type) : kernels.float_tiles(type);
+  internal::RunMatMul(table, parts, x, num_tokens, ys, pool);
+}
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool) {
+  MatMulParts({&w, 1}, x, num_tokens, {&y, 1}, pool);
 }
 
 }  // namespace tpserve

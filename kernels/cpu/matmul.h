@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "common/thread_pool.h"
 #include "kernels/cpu/weight_matrix.h"
@@ -15,5 +16,11 @@ namespace tpserve {
 // Quantised weights are never expanded in memory: activations are quantised to Q8 blocks per
 // token and dotted with integer arithmetic per 32-value block (K-quants per 32-value group), as ggml does.
 void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool);
+
+// The same for several weights that read one x (Q, K and V; gate and up), in one round of thread-pool
+// dispatches, without stacking them in memory: ys[i][T, parts[i].rows] = x · parts[i]ᵀ, each bitwise what
+// MatMul(parts[i], ...) gives. REQUIRES: parts non-empty, of one type and one cols; ys.size() == parts.size().
+void MatMulParts(std::span<const WeightMatrix> parts, const float* x, int64_t num_tokens, std::span<float* const> ys,
+                 ThreadPool* pool);
 
 }  // namespace tpserve

@@ -13,7 +13,7 @@ void MatMulFixedPoint(const WeightMatrix& w, const float* x, int64_t num_tokens,
   const internal::IsaKernels& kernels = internal::ActiveKernels();
   const internal::TileTable<int64_t>& table =
       IsQuantized(w.type) ? kernels.fixed_point_quant_tiles(w.type) : kernels.fixed_point_float_tiles(w.type);
-  internal::RunMatMul(table, w, x, num_tokens, y_fixed, pool);
+  internal::RunMatMul(table, {&w, 1}, x, num_tokens, {&y_fixed, 1}, pool);
 }
 
 void FixedPointToFloat(const int64_t* fixed, int64_t n, float* out) {

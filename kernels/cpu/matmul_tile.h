@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "common/dtype.h"
 #include "common/thread_pool.h"
@@ -36,12 +37,13 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
               const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride,
               bool single_row);
 
-// The whole multiply: quantises x to Q8 activation blocks when w is quantised, then runs the
-// tiles with each thread owning a contiguous range of weight rows. y: [T, w.rows].
+// The whole multiply over one or more weights of the same type and cols that read the same x:
+// quantises x to Q8 activation blocks when the weights are quantised, then runs the tiles with each
+// thread owning a contiguous range of the parts' rows (cut at part boundaries). ys[i]: [T, parts[i].rows].
 // Instantiated for float and int64_t.
 template <class Out>
-void RunMatMul(const TileTable<Out>& table, const WeightMatrix& w, const float* x, int64_t num_tokens, Out* y,
-               ThreadPool* pool);
+void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts, const float* x, int64_t num_tokens,
+               std::span<Out* const> ys, ThreadPool* pool);
 
 // The tile tables of each instruction-set level: IsaKernels (kernels/cpu/isa_kernels.h).
 

@@ -96,6 +96,52 @@ TEST(MatMulTest, BatchInvariantBitwise) {
   }
 }
 
+// Parts in separate buffers (an empty one among them) give, bit for bit, the rows of one MatMul over
+// their stack, for any T and thread count: a thread's rows are cut at part boundaries, and every
+// output row keeps its operation sequence.
+TEST(MatMulTest, PartsBitwiseEqualTheirStack) {
+  std::mt19937 rng(77);
+  for (DType type : kSupportedDTypes) {
+    const int64_t cols = FitCols(type, 320);
+    const std::vector<int64_t> part_rows = {9, 0, 5, 23};
+    int64_t rows = 0;
+    for (int64_t r : part_rows) rows += r;
+    const TestWeights stack = MakeTestWeights(type, rows, cols, &rng);
+    const int64_t row_bytes = DTypeRowBytes(type, cols);
+    std::vector<std::vector<uint8_t>> copies;  // each part's bytes in its own buffer
+    std::vector<WeightMatrix> parts;
+    int64_t row = 0;
+    for (int64_t r : part_rows) {
+      copies.emplace_back(stack.bytes.begin() + row * row_bytes, stack.bytes.begin() + (row + r) * row_bytes);
+      parts.push_back(WeightMatrix{type, r, cols, copies.back().data()});
+      row += r;
+    }
+    for (int64_t num_tokens : {1, 3, 7, 17}) {
+      const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(num_tokens * rows);
+        MatMul(stack.matrix(), x.data(), num_tokens, y.data(), &pool);
+        std::vector<std::vector<float>> outs;
+        std::vector<float*> ys;
+        for (int64_t r : part_rows) outs.emplace_back(num_tokens * r, NAN);
+        for (std::vector<float>& out : outs) ys.push_back(out.data());
+        MatMulParts(parts, x.data(), num_tokens, ys, &pool);
+        int64_t first = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          for (int64_t t = 0; t < num_tokens; ++t) {
+            ASSERT_EQ(0, std::memcmp(y.data() + t * rows + first, outs[i].data() + t * part_rows[i],
+                                     part_rows[i] * sizeof(float)))
+                << DTypeName(type) << " part " << i << " token " << t << " of " << num_tokens << ", " << threads
+                << " threads";
+          }
+          first += part_rows[i];
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, ZeroTokensWritesNothing) {
   std::mt19937 rng(7);
   ThreadPool pool(2);
