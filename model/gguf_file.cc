@@ -155,8 +155,8 @@ bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_
 
 }  // namespace
 
-StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> tensor_file, TensorFile::Open(path));
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, WeightLoading loading) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> tensor_file, TensorFile::Open(path, loading));
   const uint64_t size = tensor_file->size();
   if (size < 24) {
     return DataLoss(path + ": truncated: " + std::to_string(size) + " bytes is shorter than a GGUF header");

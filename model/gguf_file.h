@@ -1,6 +1,8 @@
 // GgufFile: a GGUF (v2/v3) file. The header, metadata and tensor table are read (pread, through
-// TensorFile) and validated on Open; tensor data stays in the file until a slice is read, straight
-// into its buffer. A file truncated while open makes the read a DATA_LOSS, never a crash.
+// TensorFile) and validated on Open; tensor data stays in the file until a slice is asked for, then is
+// a view of the file's mapping (WeightLoading::kMap) or read straight into its buffer (kRead). A file
+// truncated while open makes a later slice a DATA_LOSS, never a crash (tensor_file.h: in kMap a view
+// already handed out faults).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +39,8 @@ class GgufFile : public WeightSource {
   // Errors: NOT_FOUND (no file), DATA_LOSS naming the file and what is wrong (bad magic,
   // unsupported version, truncated, counts or lengths past the end, misaligned or overlapping
   // tensor, unknown tensor type). Never allocates more than the file could hold.
-  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path,
+                                                  WeightLoading loading = WeightLoading::kMap);
   ~GgufFile() override;
 
   const std::string& path() const { return path_; }

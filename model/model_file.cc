@@ -30,18 +30,18 @@ Status CheckModelTensors(const ModelConfig& c, const WeightSource& w, const std:
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path) {
+StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path, WeightLoading loading) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return NotFound("no such model file or directory: " + path);
   std::unique_ptr<ModelFile> m(new ModelFile());
   m->path_ = path;
   if (S_ISDIR(st.st_mode)) {
-    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsDir> dir, SafetensorsDir::Open(path));
+    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsDir> dir, SafetensorsDir::Open(path, loading));
     m->config_ = dir->config();
     m->hf_dir_ = path;
     m->weights_ = std::move(dir);
   } else {
-    ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+    ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path, loading));
     ASSIGN_OR_RETURN(m->config_, ModelConfigFromGguf(*file));
     m->gguf_ = file.get();
     m->weights_ = std::move(file);

@@ -207,7 +207,7 @@ std::string GgufToHfName(const std::string& gguf) { return MapName(gguf, 1, "blk
 SafetensorsDir::~SafetensorsDir() = default;
 
 Status SafetensorsDir::AddShard(const std::string& file_name, const std::vector<std::string>* expected) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> shard, TensorFile::Open(dir_ + "/" + file_name));
+  ASSIGN_OR_RETURN(std::unique_ptr<TensorFile> shard, TensorFile::Open(dir_ + "/" + file_name, loading_));
   const std::string& path = shard->path();
   const uint64_t size = shard->size();
   if (size < 8) return DataLoss(path + ": truncated: shorter than the 8-byte header length");
@@ -288,9 +288,10 @@ Status SafetensorsDir::AddShard(const std::string& file_name, const std::vector<
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<SafetensorsDir>> SafetensorsDir::Open(const std::string& dir) {
+StatusOr<std::unique_ptr<SafetensorsDir>> SafetensorsDir::Open(const std::string& dir, WeightLoading loading) {
   std::unique_ptr<SafetensorsDir> d(new SafetensorsDir());
   d->dir_ = dir;
+  d->loading_ = loading;
   ASSIGN_OR_RETURN(d->config_, ModelConfigFromHfDir(dir));
 
   const std::string index_path = dir + "/model.safetensors.index.json";

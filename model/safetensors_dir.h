@@ -1,8 +1,10 @@
 // SafetensorsDir: a Hugging Face Llama, Mistral, Qwen 2 or Qwen 3 checkpoint directory (config.json plus
 // model.safetensors,
 // or shards listed in model.safetensors.index.json) as a WeightSource with canonical GGUF tensor
-// names. Shards are read with pread (TensorFile): tensor data stays in the files until a slice is
-// read, straight into its buffer, and a shard truncated while open is a DATA_LOSS, never a crash.
+// names. Shards are TensorFiles: tensor data stays in the files until a slice is asked for, then is a
+// view of the shard's mapping (WeightLoading::kMap, when the tensor's data is 32-byte aligned in the
+// file; otherwise, and with kRead, it is read straight into its buffer). A shard truncated while open
+// makes a later slice a DATA_LOSS (tensor_file.h).
 //
 // HF names map as model.embed_tokens -> token_embd, model.layers.N.input_layernorm -> blk.N.attn_norm,
 // self_attn.{q,k,v,o}_proj -> attn_{q,k,v,output}, post_attention_layernorm -> ffn_norm,
@@ -52,7 +54,8 @@ class SafetensorsDir : public WeightSource {
   // not matching shapes, overlapping tensors, index naming a missing tensor or a path outside
   // the directory), UNIMPLEMENTED (see ModelConfigFromHfConfig). tied_embeddings is set when
   // the config says so or lm_head is absent; output.weight is then not exposed.
-  static StatusOr<std::unique_ptr<SafetensorsDir>> Open(const std::string& dir);
+  static StatusOr<std::unique_ptr<SafetensorsDir>> Open(const std::string& dir,
+                                                        WeightLoading loading = WeightLoading::kMap);
   ~SafetensorsDir() override;
 
   const std::string& dir() const { return dir_; }
@@ -69,6 +72,7 @@ class SafetensorsDir : public WeightSource {
   Status AddShard(const std::string& file_name, const std::vector<std::string>* expected);
 
   std::string dir_;
+  WeightLoading loading_ = WeightLoading::kMap;
   ModelConfig config_;
   std::vector<std::unique_ptr<TensorFile>> shards_;
   std::vector<TensorInfo> tensors_;

@@ -24,13 +24,15 @@ struct TensorInfo {
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
-// A 2-D block of a tensor in its stored type, 64-byte aligned. Rows are contiguous with
-// DTypeRowBytes(type, cols) bytes each. 1-D tensors are one row.
+// A 2-D block of a tensor in its stored type. Rows are contiguous with DTypeRowBytes(type, cols) bytes
+// each. 1-D tensors are one row. Allocate()d data is 64-byte aligned and writable; a view of a mapped
+// checkpoint (TensorFile, WeightLoading::kMap) is 32-byte aligned and read-only, and `data` keeps the
+// mapping alive.
 struct HostTensor {
   DType type = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
-  std::shared_ptr<uint8_t> data;  // 64-byte aligned
+  std::shared_ptr<uint8_t> data;  // 64-byte aligned if allocated, 32 if a view of a mapping
 
   int64_t row_bytes() const { return DTypeRowBytes(type, cols); }
   int64_t nbytes() const { return rows * row_bytes(); }

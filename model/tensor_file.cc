@@ -1,6 +1,7 @@
 #include "model/tensor_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +10,15 @@
 
 namespace tpserve {
 
-StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path) {
+namespace {
+
+// A view's data must be at least this aligned: the portable kernels read floats and the quantised
+// blocks' 16-bit scales through typed pointers. A GGUF's tensors are (general.alignment, 32 by default).
+constexpr uintptr_t kViewAlignment = 32;
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path, WeightLoading loading) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -21,10 +30,19 @@ StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path) 
     ::close(fd);
     return DataLoss(path + ": not a regular file");
   }
-  return std::unique_ptr<TensorFile>(new TensorFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  std::unique_ptr<TensorFile> file(new TensorFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  if (loading == WeightLoading::kMap && file->size_ > 0) {
+    const size_t size = static_cast<size_t>(file->size_);
+    // Shared and read-only, as llama.cpp maps a model: the pages are the page cache's own.
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      file->mapping_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) { ::munmap(q, size); });
+    }
+  }
+  return file;
 }
 
-TensorFile::~TensorFile() { ::close(fd_); }
+TensorFile::~TensorFile() { ::close(fd_); }  // the mapping lives on in any view still held
 
 Status TensorFile::ReadAt(uint64_t offset, void* out, uint64_t n, const std::string& what) const {
   uint8_t* dst = static_cast<uint8_t*>(out);
@@ -36,16 +54,40 @@ Status TensorFile::ReadAt(uint64_t offset, void* out, uint64_t n, const std::str
       return DataLoss(path_ + ": reading " + what + " at byte " + std::to_string(offset + done) + ": " +
                       std::strerror(errno));
     }
-    if (got == 0) {
-      struct stat st;
-      const std::string now = ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) : std::string("?");
-      return DataLoss(path_ + ": " + what + ": the file ends at byte " + std::to_string(offset + done) +
-                      ", before the " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
-                      " (it is " + now + " bytes now, " + std::to_string(size_) +
-                      " when opened: truncated while open?)");
-    }
+    if (got == 0) return Truncated(offset, offset + done, n, what);
     done += static_cast<uint64_t>(got);
   }
+  return OkStatus();
+}
+
+Status TensorFile::Truncated(uint64_t offset, uint64_t end, uint64_t n, const std::string& what) const {
+  struct stat st;
+  const std::string now = ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) : std::string("?");
+  return DataLoss(path_ + ": " + what + ": the file ends at byte " + std::to_string(end) + ", before the " +
+                  std::to_string(n) + " bytes at offset " + std::to_string(offset) + " (it is " + now + " bytes now, " +
+                  std::to_string(size_) + " when opened: truncated while open?)");
+}
+
+Status TensorFile::Populate(uint64_t offset, uint64_t n, const std::string& what) const {
+  if (n == 0) return OkStatus();
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  uint8_t* first = mapping_.get() + begin;
+  const size_t len = static_cast<size_t>(offset + n - begin);
+  int err = 0;
+  do {
+    err = ::madvise(first, len, MADV_POPULATE_READ) == 0 ? 0 : errno;
+  } while (err == EINTR || err == EAGAIN);
+  if (err == 0) return OkStatus();
+  // EFAULT: a page lies past the file's end now (reading it would raise SIGBUS). Otherwise (EINVAL: a
+  // kernel before 5.14) check the size, then fault each page in by reading it.
+  struct stat st {};
+  const bool ends_before = ::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < offset + n;
+  if (err == EFAULT || ends_before) {
+    return Truncated(offset, ends_before ? static_cast<uint64_t>(st.st_size) : offset + n, n, what);
+  }
+  volatile uint8_t sink = 0;
+  for (uint64_t at = begin; at < offset + n; at += page) sink = sink + mapping_.get()[at];
   return OkStatus();
 }
 
@@ -65,12 +107,25 @@ StatusOr<HostTensor> TensorFile::ReadSlice(const TensorInfo& info, int64_t row_b
     return InvalidArgument(info.name + ": column bounds must be multiples of " + std::to_string(block) + " for " +
                            DTypeName(info.type));
   }
-  HostTensor out = HostTensor::Allocate(info.type, row_end - row_begin, col_end - col_begin);
   const uint64_t src_row_bytes = static_cast<uint64_t>(DTypeRowBytes(info.type, cols));
   const uint64_t src = info.offset + static_cast<uint64_t>(row_begin) * src_row_bytes +
                        static_cast<uint64_t>(DTypeRowBytes(info.type, col_begin));
   const std::string what = "tensor " + info.name;
-  if (col_begin == 0 && col_end == cols) {
+  const bool whole_rows = col_begin == 0 && col_end == cols;
+  if (whole_rows && mapping_ != nullptr && row_begin < row_end &&
+      reinterpret_cast<uintptr_t>(mapping_.get() + src) % kViewAlignment == 0) {
+    HostTensor view;
+    view.type = info.type;
+    view.rows = row_end - row_begin;
+    view.cols = cols;
+    const uint64_t n = static_cast<uint64_t>(view.nbytes());
+    if (src + n > size_) return Truncated(src, size_, n, what);
+    RETURN_IF_ERROR(Populate(src, n, what));
+    view.data = std::shared_ptr<uint8_t>(mapping_, mapping_.get() + src);  // shares the mapping's lifetime
+    return view;
+  }
+  HostTensor out = HostTensor::Allocate(info.type, row_end - row_begin, col_end - col_begin);
+  if (whole_rows) {
     RETURN_IF_ERROR(ReadAt(src, out.data.get(), static_cast<uint64_t>(out.nbytes()), what));
     return out;
   }

@@ -206,11 +206,14 @@ TEST(GgufTest, SlicesEqualTheSameRowsAndColumnsOfTheWholeTensor) {
 }
 
 // A file truncated while open (a checkpoint rewritten under a running worker): every read that
-// reaches past the new end is DATA_LOSS naming the file, the tensor and the offset, never a SIGBUS;
-// a tensor still wholly inside reads as before.
-TEST(GgufTest, TruncatedWhileOpenReadsAreDataLossNotACrash) {
+// reaches past the new end is DATA_LOSS naming the file, the tensor and the offset, never a SIGBUS,
+// whether slices are views of the mapping (populated as handed out) or read (--no-mmap); a tensor
+// still wholly inside reads as before.
+class GgufLoadingTest : public ::testing::TestWithParam<WeightLoading> {};
+
+TEST_P(GgufLoadingTest, TruncatedWhileOpenReadsAreDataLossNotACrash) {
   SmallFile f = WriteSmallFile("truncated");
-  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(f.path);
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(f.path, GetParam());
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   const GgufFile& g = **file;
   const TensorInfo* first = g.Find("w.F32");
@@ -240,6 +243,42 @@ TEST(GgufTest, TruncatedWhileOpenReadsAreDataLossNotACrash) {
   EXPECT_EQ(g.Read("w.F32").status().code(), StatusCode::kDataLoss);
   std::remove(f.path.c_str());
 }
+
+// A mapped file hands out whole-row slices as views of the mapping (the same bytes at the same address
+// each time), bitwise what --no-mmap reads; slices starting off a 32-byte boundary are copies.
+TEST_P(GgufLoadingTest, MappedSlicesAreBitwiseTheReadOnes) {
+  SmallFile f = WriteSmallFile("mapped");
+  StatusOr<std::unique_ptr<GgufFile>> read = GgufFile::Open(f.path, WeightLoading::kRead);
+  StatusOr<std::unique_ptr<GgufFile>> loaded = GgufFile::Open(f.path, GetParam());
+  ASSERT_TRUE(read.ok() && loaded.ok());
+  for (const std::string& name : (*loaded)->Names()) {
+    const TensorInfo* info = (*loaded)->Find(name);
+    for (int64_t begin : {int64_t{0}, info->rows() / 2}) {
+      StatusOr<HostTensor> a = (*read)->ReadRows(name, begin, info->rows());
+      StatusOr<HostTensor> b = (*loaded)->ReadRows(name, begin, info->rows());
+      ASSERT_TRUE(a.ok() && b.ok()) << name;
+      ASSERT_EQ(a->nbytes(), b->nbytes()) << name;
+      EXPECT_TRUE(SameBytes(*b, a->data.get(), a->nbytes())) << name;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data.get()) % 32, 0u) << name;
+      StatusOr<HostTensor> again = (*loaded)->ReadRows(name, begin, info->rows());
+      ASSERT_TRUE(again.ok());
+      // A view wherever the slice's data is 32-byte aligned in the file (the mapping starts on a page).
+      const uint64_t at = info->offset + static_cast<uint64_t>(begin * DTypeRowBytes(info->type, info->cols()));
+      EXPECT_EQ(again->data.get() == b->data.get(), GetParam() == WeightLoading::kMap && at % 32 == 0) << name;
+    }
+  }
+  // A view outlives its file.
+  StatusOr<HostTensor> kept = (*loaded)->Read("w.F32");
+  ASSERT_TRUE(kept.ok());
+  loaded->reset();
+  EXPECT_TRUE(SameBytes(*kept, f.tensors[0].data.get(), f.tensors[0].nbytes()));
+  std::remove(f.path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(MapAndRead, GgufLoadingTest, ::testing::Values(WeightLoading::kMap, WeightLoading::kRead),
+                         [](const ::testing::TestParamInfo<WeightLoading>& p) {
+                           return std::string(p.param == WeightLoading::kMap ? "Map" : "NoMmap");
+                         });
 
 // The header is read through a window of the file: metadata longer than the window (one string
 // and one string array each over 1 MiB) and the tensor table after it read back exactly.
