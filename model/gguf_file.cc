@@ -44,14 +44,17 @@ class Cursor {
                     std::to_string(size_) + ")");
   }
 
-  Status Bytes(void* out, uint64_t n, const std::string& what) {
-    if (n > remaining()) return Error("truncated: " + what + " runs past the end of the file");
+  // `name()` spells out what is read, called only for an error message: a vocabulary's 50k strings
+  // would otherwise build 100k message strings that are never used (most of a SmolLM2 Open).
+  template <class Name>
+  Status BytesNamed(void* out, uint64_t n, const Name& name) {
+    if (n > remaining()) return Error("truncated: " + name() + " runs past the end of the file");
     uint8_t* dst = static_cast<uint8_t*>(out);
     while (n > 0) {
       if (pos_ < window_begin_ || pos_ >= window_begin_ + window_.size()) {
         window_.resize(static_cast<size_t>(std::min<uint64_t>(kWindowBytes, size_ - pos_)));
         window_begin_ = pos_;
-        RETURN_IF_ERROR(file_.ReadAt(pos_, window_.data(), window_.size(), "the header (" + what + ")"));
+        RETURN_IF_ERROR(file_.ReadAt(pos_, window_.data(), window_.size(), "the header (" + name() + ")"));
       }
       const uint64_t offset = pos_ - window_begin_;
       const uint64_t take = std::min<uint64_t>(n, window_.size() - offset);
@@ -62,18 +65,25 @@ class Cursor {
     }
     return OkStatus();
   }
+  Status Bytes(void* out, uint64_t n, const std::string& what) {
+    return BytesNamed(out, n, [&] { return what; });
+  }
   Status U32(uint32_t* out, const std::string& what) { return Bytes(out, 4, what); }
   Status U64(uint64_t* out, const std::string& what) { return Bytes(out, 8, what); }
 
-  Status String(std::string* out, const std::string& what) {
+  template <class Name>
+  Status StringNamed(std::string* out, const Name& name) {
     uint64_t len = 0;
-    RETURN_IF_ERROR(U64(&len, what + " length"));
+    RETURN_IF_ERROR(BytesNamed(&len, 8, [&] { return name() + " length"; }));
     if (len > remaining()) {
-      return Error(what + " length " + std::to_string(len) + " exceeds the " + std::to_string(remaining()) +
+      return Error(name() + " length " + std::to_string(len) + " exceeds the " + std::to_string(remaining()) +
                    " bytes left in the file");
     }
     out->resize(len);
-    return Bytes(out->data(), len, what);
+    return BytesNamed(out->data(), len, name);
+  }
+  Status String(std::string* out, const std::string& what) {
+    return StringNamed(out, [&] { return what; });
   }
 
   // Reads one scalar of type t into value->i / value->f.
@@ -138,7 +148,9 @@ Status ReadValue(Cursor* c, Type type, GgufValue* out, const std::string& what) 
   }
   if (et == Type::kString) {
     out->strings.resize(n);
-    for (uint64_t k = 0; k < n; ++k) RETURN_IF_ERROR(c->String(&out->strings[k], what + "[" + std::to_string(k) + "]"));
+    for (uint64_t k = 0; k < n; ++k) {
+      RETURN_IF_ERROR(c->StringNamed(&out->strings[k], [&] { return what + "[" + std::to_string(k) + "]"; }));
+    }
   } else if (IsFloatType(et)) {
     out->floats.resize(n);
     int64_t ignored = 0;
