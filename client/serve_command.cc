@@ -104,6 +104,7 @@ class ServeFlagParser {
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
+    app.add_flag("--no-mmap", no_mmap_, "read the weights into memory instead of mapping the model file")->group("Worker group (tpserve-worker)");
     app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
         ->group("Coordinator (tpserve-coordinator)");
     app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys (and the gateway without --api-key)")
@@ -126,6 +127,7 @@ class ServeFlagParser {
       if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
     }
     if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
+    if (no_mmap_) flags_.worker_args.push_back("--no-mmap");
     if (insecure_) {
       for (auto* args : {&flags_.coordinator_args, &flags_.http_args}) args->push_back("--insecure");
     }
@@ -163,6 +165,7 @@ class ServeFlagParser {
                                  {"--metrics-port", "serve GET /metrics over HTTP on this port", ""},
                                  {"--metrics-host", "the metrics endpoint's address", ""}};
   bool no_prefix_cache_ = false;
+  bool no_mmap_ = false;
   bool insecure_ = false;
   std::string keys_dir_;
   std::string api_key_;

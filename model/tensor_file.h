@@ -28,6 +28,12 @@ enum class WeightLoading {
   kRead,  // every slice is pread into its own buffer (--no-mmap)
 };
 
+// --no-mmap's help, for the programs that load a model (llama.cpp's flag).
+inline constexpr const char* kNoMmapHelp =
+    "read the weights into memory instead of using them in place from a mapping of the model file (slower to "
+    "load; a file truncated under the running process then cannot SIGBUS it)";
+inline WeightLoading WeightLoadingFromFlag(bool no_mmap) { return no_mmap ? WeightLoading::kRead : WeightLoading::kMap; }
+
 class TensorFile {
  public:
   // Errors: NOT_FOUND (no such file, or it cannot be opened), DATA_LOSS (not a regular file). A file

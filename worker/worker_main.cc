@@ -48,6 +48,7 @@ struct WorkerFlags {
   std::string sliding_kv = "free";
   std::string kv_dtype = "f32";
   std::string draft_model;  // empty: none
+  bool no_mmap = false;     // read the weights instead of mapping them
 };
 
 void AddFlags(CLI::App& app, WorkerFlags& f) {
@@ -68,6 +69,7 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--keys", f.keys_dir, "CURVE: DIR/coordinator.pub and DIR/workers/<key name>.key");
   app.add_option("--key-name", f.key_name, "CURVE: the group's key name under DIR/workers");
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
+  app.add_flag("--no-mmap", f.no_mmap, kNoMmapHelp);
   app.add_option("--sliding-kv", f.sliding_kv, "free: sliding-window layers give back the KV pages that fell out of "
                  "their window (CPU); keep: every layer keeps its pages until the sequence ends")
       ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
@@ -80,10 +82,10 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
 Status Serve(const WorkerFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
   RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlag(flags.no_mmap)));
   std::unique_ptr<ModelFile> draft;
   if (!flags.draft_model.empty()) {
-    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model));
+    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model, WeightLoadingFromFlag(flags.no_mmap)));
   }
 
   GroupRuntimeOptions runtime;
