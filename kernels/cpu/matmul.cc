@@ -16,6 +16,7 @@ namespace internal {
 namespace {
 constexpr int64_t kRowBlock = 16;  // weight rows kept hot while every token tile passes over them
 constexpr int kMaxTileTokens = 4;
+constexpr int64_t kSingleRowMaxBytes = 8192;  // float rows read one at a time in decode (see RunMatMul)
 
 int RowIndex(int64_t n) { return n >= 4 ? 2 : n >= 2 ? 1 : 0; }
 int RowCount(int index) { return index == 2 ? 4 : index == 1 ? 2 : 1; }
@@ -25,6 +26,13 @@ template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
               const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride,
               bool single_row) {
+  if (table.panel != nullptr && num_tokens > kMaxTileTokens) {
+    for (int64_t r = row_begin; r < row_end; r += kPanelRows) {
+      const int num_rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - r));
+      table.panel(w + r * row_bytes, row_bytes, num_rows, x, x_stride, num_tokens, cols, y + r, y_stride);
+    }
+    return;
+  }
   // Decode (one tile of tokens): stream the rows once. Prefill: block the rows so each block is
   // read from memory once and reused by every token tile.
   const int64_t row_block = num_tokens <= kMaxTileTokens ? row_end - row_begin : kRowBlock;
@@ -76,10 +84,12 @@ void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts,
     xdata = reinterpret_cast<const uint8_t*>(x);
     x_stride = w.cols * static_cast<int64_t>(sizeof(float));
   }
-  // One token through Q8_0 weights with float sums: one row at a time, a single sequential stream
-  // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles; F16 and Q4_K were slower that
-  // way, Q4_1 no different). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
-  const bool single_row = num_tokens == 1 && std::is_same_v<Out, float> && w.type == DType::kQ8_0;
+  // One token with float sums, one row at a time (a single sequential stream) through Q8_0 weights
+  // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles) and through float weights whose
+  // rows are at most 8 KiB (F16 576 and 1536 columns, one thread: 2.4-2.7x; from 16 KiB rows on the
+  // 4-row tiles win). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
+  const bool single_row = num_tokens == 1 && std::is_same_v<Out, float> &&
+                         (w.type == DType::kQ8_0 || (!IsQuantized(w.type) && row_bytes <= kSingleRowMaxBytes));
   // Each thread owns a contiguous range of the parts' rows taken in order, so it streams a disjoint part
   // of the weights; the range is cut at part boundaries, and a tile never spans two parts.
   pool->ParallelFor(total_rows, [&](int64_t begin, int64_t end) {

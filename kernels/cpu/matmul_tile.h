@@ -23,14 +23,24 @@ template <class Out>
 using TileFn = void (*)(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                         Out* y, int64_t y_stride);
 
-// Tile functions for every (NR, NT) in {1, 2, 4} × {1, 2, 3, 4}, indexed [nr_index][nt - 1].
+// Rows [0, num_rows) of w (num_rows <= kPanelRows) against all num_tokens at once, the tiles' results
+// bit for bit: prefill's path (num_tokens > 4) on the levels that have one.
+template <class Out>
+using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
+                         int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
+inline constexpr int kPanelRows = 16;
+
+// Tile functions for every (NR, NT) in {1, 2, 4} × {1, 2, 3, 4}, indexed [nr_index][nt - 1], and the
+// level's panel function, or null.
 template <class Out>
 struct TileTable {
   TileFn<Out> fn[3][4];
+  PanelFn<Out> panel = nullptr;
 };
 
-// Runs rows [row_begin, row_end) against all num_tokens: tiles of up to 4 tokens, row blocks kept
-// hot in cache across token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of
+// Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for more
+// than 4 tokens where it has them, else tiles of up to 4 tokens, row blocks kept hot in cache across
+// token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of
 // one row only (a single weight stream). Instantiated for float and int64_t.
 template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,

@@ -35,6 +35,7 @@
 #if TPSERVE_FIXED_POINT_AVX2
 #define TPSERVE_QUANT_AVX2 1
 #include "kernels/cpu/simd/quant_unpack.h"
+#include "kernels/cpu/simd/quant_panel.h"
 #include "kernels/cpu/simd/quant_row_quads.h"
 #endif
 
@@ -391,11 +392,17 @@ constexpr TileFn<typename Sums<NR, NT>::Out> Tile() {
 
 template <DType kType, template <int, int> class Sums>
 TileTable<typename Sums<1, 1>::Out> MakeTable() {
-  return TileTable<typename Sums<1, 1>::Out>{{
+  using Out = typename Sums<1, 1>::Out;
+#if TPSERVE_QUANT_PANELS
+  constexpr PanelFn<Out> kPanel = QuantPanel<kType, Out>;
+#else
+  constexpr PanelFn<Out> kPanel = nullptr;
+#endif
+  return TileTable<Out>{{
       {Tile<kType, Sums, 1, 1>(), Tile<kType, Sums, 1, 2>(), Tile<kType, Sums, 1, 3>(), Tile<kType, Sums, 1, 4>()},
       {Tile<kType, Sums, 2, 1>(), Tile<kType, Sums, 2, 2>(), Tile<kType, Sums, 2, 3>(), Tile<kType, Sums, 2, 4>()},
       {Tile<kType, Sums, 4, 1>(), Tile<kType, Sums, 4, 2>(), Tile<kType, Sums, 4, 3>(), Tile<kType, Sums, 4, 4>()},
-  }};
+  }, kPanel};
 }
 
 // The quantised types' tables for one reduction.
