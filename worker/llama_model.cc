@@ -32,6 +32,19 @@ void Grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+// Element-wise work over token rows of row_elems values: on the pool's threads when there is enough of it
+// (prefill), inline otherwise (a decode step's rows are too short to pay for the hand-off). Each row's
+// values are the same either way.
+template <class Fn>
+void ForTokenRows(ThreadPool* pool, int64_t num_tokens, int64_t row_elems, const Fn& fn) {
+  constexpr int64_t kMinParallelElems = 1 << 14;
+  if (num_tokens < 2 || num_tokens * row_elems < kMinParallelElems) {
+    fn(int64_t{0}, num_tokens);
+  } else {
+    pool->ParallelFor(num_tokens, fn);
+  }
+}
+
 }  // namespace
 
 StatusOr<LlamaModel::Layer> LlamaModel::LoadLayer(const ModelConfig& config, const WeightSource& weights,
@@ -138,7 +151,9 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   const int64_t num_kv_heads = shard_.num_kv_heads();
 
   // Attention block.
-  RmsNorm(x_.data(), layer.attn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
+  ForTokenRows(pool, num_tokens, hidden, [&](int64_t begin, int64_t end) {
+    RmsNorm(x_.data() + begin * hidden, layer.attn_norm.data(), end - begin, hidden, config_.rms_eps, h_.data() + begin * hidden);
+  });
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
   layer.qkv.Forward(h_.data(), num_tokens, qkv_out, pool);
   if (!layer.q_norm.empty()) {  // every head its own row of D
@@ -177,15 +192,20 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];
 
   // Feed-forward block.
-  RmsNorm(x_.data(), layer.ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
+  ForTokenRows(pool, num_tokens, hidden, [&](int64_t begin, int64_t end) {
+    RmsNorm(x_.data() + begin * hidden, layer.ffn_norm.data(), end - begin, hidden, config_.rms_eps, h_.data() + begin * hidden);
+  });
   float* const gate_up_out[] = {gate_.data(), up_.data()};
   layer.gate_up.Forward(h_.data(), num_tokens, gate_up_out, pool);
-  switch (config_.arch().activation) {
-    case Activation::kSilu: SiluMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data()); break;
-    case Activation::kGeluTanh:
-      GeluTanhMul(gate_.data(), up_.data(), num_tokens * shard_.ffn_shard(), gate_.data());
-      break;
-  }
+  const int64_t ffn = shard_.ffn_shard();
+  ForTokenRows(pool, num_tokens, ffn, [&](int64_t begin, int64_t end) {
+    float* gate = gate_.data() + begin * ffn;
+    const float* up = up_.data() + begin * ffn;
+    switch (config_.arch().activation) {
+      case Activation::kSilu: SiluMul(gate, up, (end - begin) * ffn, gate); break;
+      case Activation::kGeluTanh: GeluTanhMul(gate, up, (end - begin) * ffn, gate); break;
+    }
+  });
   RETURN_IF_ERROR(layer.down.Forward(gate_.data(), num_tokens, h_.data(), pool, comm));
   if (!layer.post_ffn_norm.empty()) {
     RmsNorm(h_.data(), layer.post_ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());

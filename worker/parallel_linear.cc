@@ -92,7 +92,7 @@ Status RowParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, 
   // whose input left the exact range — summed in the same all-reduce, so every rank sees it.
   thread_local std::vector<int64_t> fixed;
   fixed.resize(n + 1);
-  const bool admitted = range_.Admits(x, num_tokens);
+  const bool admitted = range_.Admits(x, num_tokens, pool);
   if (in_shard() == 0 || !admitted) {
     std::fill(fixed.begin(), fixed.begin() + n, 0);  // a rank with no columns contributes zeros
   } else {

@@ -1,6 +1,7 @@
 #include "kernels/cpu/fixed_point_range.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
@@ -60,23 +61,43 @@ FixedPointRange::FixedPointRange(const WeightMatrix& w) : quantized_(IsQuantized
   }
 }
 
-bool FixedPointRange::Admits(const float* x, int64_t num_tokens) const {
+bool FixedPointRange::TokenAdmitted(const float* xt) const {
   constexpr float kLimit = kFixedPointMaxMagnitude / 2;
+  constexpr int kParts = 16;  // partial sums in a fixed order, so the loop vectorises with the same bits
   const int64_t cols = static_cast<int64_t>(col_bound_.size());
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* xt = x + t * cols;
-    float bound = 0.0f;
-    for (int64_t k = 0; k < cols; ++k) bound += col_bound_[k] * std::fabs(xt[k]);
-    if (quantized_) {
-      for (size_t b = 0; b < block_bound_.size(); ++b) {
-        float amax = 0.0f;
-        for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(xt[b * kQuantBlock + j]));
-        bound += block_bound_[b] * (amax / 254.0f);
-      }
-    }
-    if (!(bound <= kLimit)) return false;  // also catches NaN and infinities
+  float part[kParts] = {};
+  int64_t k = 0;
+  for (; k + kParts <= cols; k += kParts) {
+    for (int j = 0; j < kParts; ++j) part[j] += col_bound_[k + j] * std::fabs(xt[k + j]);
   }
-  return true;
+  for (; k < cols; ++k) part[0] += col_bound_[k] * std::fabs(xt[k]);
+  float bound = 0.0f;
+  for (float p : part) bound += p;
+  if (quantized_) {
+    for (size_t b = 0; b < block_bound_.size(); ++b) {
+      float amax = 0.0f;
+      for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(xt[b * kQuantBlock + j]));
+      bound += block_bound_[b] * (amax / 254.0f);
+    }
+  }
+  return bound <= kLimit;  // also false for NaN and infinities
+}
+
+bool FixedPointRange::Admits(const float* x, int64_t num_tokens, ThreadPool* pool) const {
+  const int64_t cols = static_cast<int64_t>(col_bound_.size());
+  if (pool == nullptr || num_tokens == 1) {
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      if (!TokenAdmitted(x + t * cols)) return false;
+    }
+    return true;
+  }
+  std::atomic<bool> admitted{true};
+  pool->ParallelFor(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end && admitted.load(std::memory_order_relaxed); ++t) {
+      if (!TokenAdmitted(x + t * cols)) admitted.store(false, std::memory_order_relaxed);
+    }
+  });
+  return admitted.load();
 }
 
 }  // namespace tpserve

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "kernels/cpu/weight_matrix.h"
 
 namespace tpserve {
@@ -23,10 +24,13 @@ class FixedPointRange {
   FixedPointRange() = default;  // of an empty matrix: admits everything
   explicit FixedPointRange(const WeightMatrix& w);
 
-  // True when MatMulFixedPoint(w, x[T, w.cols], T) is exact. False for non-finite x.
-  bool Admits(const float* x, int64_t num_tokens) const;
+  // True when MatMulFixedPoint(w, x[T, w.cols], T) is exact. False for non-finite x. With a pool, the
+  // tokens are checked on its threads (each token's bound is the same either way).
+  bool Admits(const float* x, int64_t num_tokens, ThreadPool* pool = nullptr) const;
 
  private:
+  bool TokenAdmitted(const float* xt) const;  // xt: [cols]
+
   bool quantized_ = false;
   std::vector<float> col_bound_;    // [cols] max over rows of |w[r, k]| (an upper bound)
   std::vector<float> block_bound_;  // [cols / 32] Σ of col_bound_ over each block (quantised only)
