@@ -23,7 +23,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", required=True)
     ap.add_argument("--json-dir", required=True)
-    ap.add_argument("--tests", required=True)
+    ap.add_argument("--tests-dir", required=True, help="one GoogleTest JSON per suite: tests_<suite>.json")
     ap.add_argument("--num-gpus", type=int, default=0)
     ap.add_argument("--out-md", required=True)
     ap.add_argument("--out-json", required=True)
@@ -36,7 +36,7 @@ def main():
             steps.append({"step": name, "exit_code": int(rc), "seconds": int(seconds)})
     engines = [j for j in (load(p) for p in sorted(glob.glob(os.path.join(args.json_dir, "engine_*.json")))) if j]
     nccl = load(os.path.join(args.json_dir, "nccl_allreduce.json"))
-    tests = load(args.tests)
+    suites = [j for j in (load(p) for p in sorted(glob.glob(os.path.join(args.tests_dir, "tests_*.json")))) if j]
 
     md = ["# tpserve on a GPU: bench/gpu/run.sh", ""]
     device = engines[0]["device"] if engines else "?"
@@ -49,8 +49,8 @@ def main():
 
     md += ["", "## Tests (tests_gpu)", ""]
     test_rows = []
-    if tests:
-        for suite in tests.get("testsuites", []):
+    if suites:
+        for suite in (s for j in suites for s in j.get("testsuites", [])):
             for case in suite.get("testsuite", []):
                 status = "failed" if case.get("failures") else ("skipped" if case.get("result") == "SKIPPED" else "passed")
                 test_rows.append({"test": f"{suite['name']}.{case['name']}", "status": status,
@@ -61,7 +61,7 @@ def main():
             for failure in t["failures"]:
                 md += ["", f"`{t['test']}`: " + failure.replace("\n", " ")]
     else:
-        md.append("tests_gpu wrote no JSON (did not run or crashed: see logs.txt).")
+        md.append("tests_gpu wrote no JSON (did not run or every suite crashed: see logs.txt).")
 
     for e in engines:
         p = e["prefill"]

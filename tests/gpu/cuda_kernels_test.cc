@@ -215,9 +215,10 @@ TEST(CudaKernelsTest, MatMulMatchesCpuForEveryTypeAndQuantIsBatchInvariant) {
 // The GPU's cache bytes are the CPU's for kv_dtype, and its attention over them agrees.
 void ExpectKvCacheAndAttentionMatchCpu(DType kv_dtype) {
   std::mt19937 rng(6);
-  const int64_t H = 9, Hkv = 3, D = 64, bs = 16, num_blocks = 12, max_blocks = 4;
   // Sequence 0: 40 cached + a 9-token prefill chunk; sequence 1: a decode at position 20;
-  // sequence 2: 150 cached keys then one decode (more than one 128-key tile).
+  // sequence 2: 150 cached keys then one decode (more than one 128-key tile): 4 + 2 + 10 blocks of 16,
+  // from a pool with spares.
+  const int64_t H = 9, Hkv = 3, D = 64, bs = 16, num_blocks = 20, max_blocks = 10;
   const int64_t lens[] = {49, 21, 151};
   std::vector<int32_t> ids(num_blocks);
   std::iota(ids.begin(), ids.end(), 0);
@@ -225,8 +226,11 @@ void ExpectKvCacheAndAttentionMatchCpu(DType kv_dtype) {
   std::vector<int32_t> tables(3 * max_blocks, 0);
   int next = 0;
   for (int s = 0; s < 3; ++s)
-    for (int64_t b = 0; b < (lens[s] + bs - 1) / bs; ++b) tables[s * max_blocks + b] = ids[next++];
-  ASSERT_LE(next, num_blocks);
+    for (int64_t b = 0; b < (lens[s] + bs - 1) / bs; ++b) {
+      ASSERT_LT(b, max_blocks);
+      ASSERT_LT(next, num_blocks);
+      tables[s * max_blocks + b] = ids[next++];
+    }
   std::vector<uint8_t> k_cache(num_blocks * bs * Hkv * DTypeRowBytes(kv_dtype, D), 0), v_cache = k_cache;
   DeviceVector<uint8_t> dk_cache(k_cache), dv_cache(v_cache);
   for (int s = 0; s < 3; ++s) {
