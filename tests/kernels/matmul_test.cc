@@ -129,6 +129,7 @@ TEST(MatMulTest, PartsBitwiseEqualTheirStack) {
         MatMulParts(parts, x.data(), num_tokens, ys, &pool);
         int64_t first = 0;
         for (size_t i = 0; i < parts.size(); ++i) {
+          if (part_rows[i] == 0) continue;  // an empty part: nothing to compare (and its buffer is null)
           for (int64_t t = 0; t < num_tokens; ++t) {
             ASSERT_EQ(0, std::memcmp(y.data() + t * rows + first, outs[i].data() + t * part_rows[i],
                                      part_rows[i] * sizeof(float)))
