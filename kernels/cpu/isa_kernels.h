@@ -31,6 +31,9 @@ struct IsaKernels {
   float (*exp_scores)(float* s, int64_t n, float scale);
   // out[i] += w[r] · v[r·v_stride + i] for r < num_rows in order, product then add (attention_rows.cc).
   void (*accumulate_rows)(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out);
+  // SiluMul and GeluTanhMul (gated_activations.cc).
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
 };
 
 namespace isa_portable {

@@ -1,14 +1,11 @@
 #include "kernels/cpu/silu_mul.h"
 
-#include "kernels/cpu/portable_math.h"
+#include "kernels/cpu/isa_kernels.h"
 
 namespace tpserve {
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + PortableExpF(-g)) * up[i];
-  }
+  internal::ActiveKernels().silu_mul(gate, up, n, out);
 }
 
 }  // namespace tpserve

@@ -158,16 +158,19 @@ TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).dot_rows;
   const auto got_fn = internal::KernelsFor(GetParam()).dot_rows;
-  for (int64_t n = 0; n <= 80; ++n) {
-    for (int rep = 0; rep < 20; ++rep) {
-      const int64_t stride = n + 3;
-      std::vector<float> q(n), k(3 * stride);
-      for (float& v : q) v = dist(rng);
-      for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
-      float want[3], got[3];
-      want_fn(q.data(), k.data(), stride, 3, n, want);
-      got_fn(q.data(), k.data(), stride, 3, n, got);
-      ASSERT_EQ(std::memcmp(want, got, sizeof(want)), 0) << "n " << n << ": " << want[0] << " vs " << got[0];
+  // 3 rows (one at a time on every level), 16 and 35 (AVX-512's sixteen-row batches and their tail).
+  for (int64_t rows : {3, 16, 35}) {
+    for (int64_t n = 0; n <= 80; ++n) {
+      for (int rep = 0; rep < 10; ++rep) {
+        const int64_t stride = n + 3;
+        std::vector<float> q(n), k(rows * stride), want(rows), got(rows);
+        for (float& v : q) v = dist(rng);
+        for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
+        if (rep == 1 && n > 0) k[(rows / 2) * stride] = NAN;    // one row's sum a NaN
+        want_fn(q.data(), k.data(), stride, rows, n, want.data());
+        got_fn(q.data(), k.data(), stride, rows, n, got.data());
+        ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, n " << n << " rep " << rep;
+      }
     }
   }
 }
@@ -239,6 +242,36 @@ TEST_P(IsaEqualityTest, AccumulateRowsEqualsPortableBitwise) {
   }
 }
 
+// The FFN's gated activations over lengths around the 4-lane width (the tails), gates spread past exp's
+// clamps, with ±inf and NaN gates and ups.
+std::vector<float> RandomGates(int64_t n, int rep, std::mt19937* rng) {
+  std::normal_distribution<float> dist(0.0f, rep % 2 ? 60.0f : 3.0f);
+  std::vector<float> g(n);
+  for (float& v : g) v = dist(*rng);
+  if (rep == 2 && n > 0) g[n / 2] = INFINITY;
+  if (rep == 3 && n > 0) g[n - 1] = -INFINITY;
+  if (rep == 4 && n > 0) g[0] = NAN;
+  return g;
+}
+
+TEST_P(IsaEqualityTest, GatedActivationsEqualPortableBitwise) {
+  std::mt19937 rng(16);
+  const internal::IsaKernels& want_k = internal::KernelsFor(Isa::kPortable);
+  const internal::IsaKernels& got_k = internal::KernelsFor(GetParam());
+  for (int64_t n = 0; n <= 40; ++n) {
+    for (int rep = 0; rep < 10; ++rep) {
+      const std::vector<float> gate = RandomGates(n, rep, &rng), up = RandomGates(n, rep + 1, &rng);
+      std::vector<float> want(n), got(n);
+      want_k.silu_mul(gate.data(), up.data(), n, want.data());
+      got_k.silu_mul(gate.data(), up.data(), n, got.data());
+      ASSERT_TRUE(BitwiseEqual(want, got)) << "silu n " << n << " rep " << rep;
+      want_k.gelu_tanh_mul(gate.data(), up.data(), n, want.data());
+      got_k.gelu_tanh_mul(gate.data(), up.data(), n, got.data());
+      ASSERT_TRUE(BitwiseEqual(want, got)) << "gelu-tanh n " << n << " rep " << rep;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
 
@@ -271,6 +304,27 @@ TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
     const float sum = fn(s.data(), 37, 0.125f);
     ASSERT_TRUE(BitwiseEqual(want, s)) << "rep " << rep;
     ASSERT_EQ(std::memcmp(&want_sum, &sum, sizeof(float)), 0) << "rep " << rep;
+  }
+}
+
+// The portable level's gated activations are the formulas with the shared PortableExpF.
+TEST(GatedActivationsTest, PortableLevelIsTheFormulaWithPortableExpF) {
+  std::mt19937 rng(17);
+  const internal::IsaKernels& portable = internal::KernelsFor(Isa::kPortable);
+  for (int rep = 0; rep < 6; ++rep) {
+    const int64_t n = 37;
+    const std::vector<float> gate = RandomGates(n, rep, &rng), up = RandomGates(n, rep + 2, &rng);
+    std::vector<float> silu(n), gelu(n), want_silu(n), want_gelu(n);
+    portable.silu_mul(gate.data(), up.data(), n, silu.data());
+    portable.gelu_tanh_mul(gate.data(), up.data(), n, gelu.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = gate[i];
+      want_silu[i] = g / (1.0f + PortableExpF(-g)) * up[i];
+      const float u = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+      want_gelu[i] = g / (1.0f + PortableExpF(-2.0f * u)) * up[i];
+    }
+    EXPECT_TRUE(BitwiseEqual(want_silu, silu)) << "rep " << rep;
+    EXPECT_TRUE(BitwiseEqual(want_gelu, gelu)) << "rep " << rep;
   }
 }
 

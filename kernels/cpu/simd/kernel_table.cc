@@ -7,7 +7,7 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 const IsaKernels& Kernels() {
   static const IsaKernels kKernels{FloatTiles, QuantTiles, FixedPointFloatTiles, FixedPointQuantTiles,
                                    QuantizeActivationRow, DotRows, DequantizeKvRow, ExpScores,
-                                   AccumulateRows};
+                                   AccumulateRows, SiluMulRows, GeluTanhMulRows};
   return kKernels;
 }
 

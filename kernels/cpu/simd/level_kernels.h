@@ -22,5 +22,7 @@ void DequantizeKvRow(DType type, const uint8_t* src, int64_t n, float* dst);  //
 float ExpScores(float* s, int64_t n, float scale);                             // attention_rows.cc
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n,
                     float* out);  // attention_rows.cc
+void SiluMulRows(const float* gate, const float* up, int64_t n, float* out);      // gated_activations.cc
+void GeluTanhMulRows(const float* gate, const float* up, int64_t n, float* out);  // gated_activations.cc
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
