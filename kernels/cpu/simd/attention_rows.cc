@@ -20,8 +20,6 @@ float ExpScores(float* s, int64_t n, float scale) {
     s[j] *= scale;
     max = s[j] > max ? s[j] : max;
   }
-#if defined(__AVX2__)
-  constexpr int64_t kLanes = sizeof(ExpLanes) / sizeof(float);
   auto lanes = [&](float* x) {
     ExpLanes v;
     std::memcpy(&v, x, sizeof v);
@@ -29,16 +27,13 @@ float ExpScores(float* s, int64_t n, float scale) {
     std::memcpy(x, &v, sizeof v);
   };
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) lanes(s + j);
+  for (; j + kExpLanes <= n; j += kExpLanes) lanes(s + j);
   if (j < n) {
-    float tail[kLanes] = {};
+    float tail[kExpLanes] = {};
     std::memcpy(tail, s + j, (n - j) * sizeof(float));
     lanes(tail);
     std::memcpy(s + j, tail, (n - j) * sizeof(float));
   }
-#else
-  for (int64_t j = 0; j < n; ++j) s[j] = Exp1(s[j] - max);
-#endif
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) sum += s[j];
   return sum;

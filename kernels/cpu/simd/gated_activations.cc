@@ -31,9 +31,6 @@ struct GeluTanhArgument {
 template <class Argument>
 void GatedRows(const float* gate, const float* up, int64_t n, float* out) {
   const Argument argument;
-  int64_t i = 0;
-#if defined(__AVX2__)
-  constexpr int64_t kLanes = sizeof(ExpLanes) / sizeof(float);
   auto lanes = [&](const float* g_in, const float* up_in, float* out_lanes) {
     ExpLanes g, u;
     std::memcpy(&g, g_in, sizeof g);
@@ -41,20 +38,15 @@ void GatedRows(const float* gate, const float* up, int64_t n, float* out) {
     const ExpLanes o = g / (1.0f + ExpOfLanes(argument(g))) * u;
     std::memcpy(out_lanes, &o, sizeof o);
   };
-  for (; i + kLanes <= n; i += kLanes) lanes(gate + i, up + i, out + i);
+  int64_t i = 0;
+  for (; i + kExpLanes <= n; i += kExpLanes) lanes(gate + i, up + i, out + i);
   if (i < n) {
-    float g[kLanes] = {}, u[kLanes] = {}, o[kLanes];
+    float g[kExpLanes] = {}, u[kExpLanes] = {}, o[kExpLanes];
     std::memcpy(g, gate + i, (n - i) * sizeof(float));
     std::memcpy(u, up + i, (n - i) * sizeof(float));
     lanes(g, u, o);
     std::memcpy(out + i, o, (n - i) * sizeof(float));
   }
-#else
-  for (; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + Exp1(argument(g))) * up[i];
-  }
-#endif
 }
 
 }  // namespace
