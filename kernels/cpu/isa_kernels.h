@@ -26,9 +26,9 @@ struct IsaKernels {
   void (*dot_rows)(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out);
   // One KV cache row of n values of `type` (F32, F16, BF16, Q8_0) as f32: DequantizeRow's bits (dequantize_kv.cc).
   void (*dequantize_kv_row)(DType type, const uint8_t* src, int64_t n, float* dst);
-  // Paged attention's softmax numerator in place: s[j] = exp(s[j]·scale − max), returning Σ s[j] in j
-  // order (attention_rows.cc).
-  float (*exp_scores)(float* s, int64_t n, float scale);
+  // Paged attention's softmax numerators in place, for `rows` rows of n scores one after another: per
+  // row s[j] = exp(s[j]·scale − max), and sums[row] = Σ s[j] in j order (attention_rows.cc).
+  void (*exp_scores)(float* s, int64_t rows, int64_t n, float scale, float* sums);
   // out[i] += w[r] · v[r·v_stride + i] for r < num_rows in order, product then add (attention_rows.cc).
   void (*accumulate_rows)(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out);
   // SiluMul and GeluTanhMul (gated_activations.cc).

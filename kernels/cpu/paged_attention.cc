@@ -58,18 +58,23 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
   // else dequantised into the scratch rows. A block's rows of one KV head lie Hkv rows apart, a stride the
   // hardware prefetcher does not follow: the next block's rows are asked for while this one is used
   // (tpserve-bench-attention, 1B shape over 4096 positions: about 1.25x faster with).
+  // Positions j..j + rows stay inside one block (j's), so their rows are a fixed byte stride apart.
+  const int64_t row_stride = a.num_kv_heads * row_bytes;
   auto block_rows = [&](const void* cache, int64_t j, int64_t rows, int64_t* stride) -> const float* {
-    const int64_t next = j + rows;
-    for (int64_t r = 0; r < std::min(bs, end - next); ++r) {
-      const uint8_t* p = row(cache, next + r);
-      for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off);
+    const int64_t next = j + rows;  // the next block's first position
+    if (next < end) {
+      const uint8_t* p = row(cache, next);
+      for (int64_t r = 0; r < std::min(bs, end - next); ++r, p += row_stride) {
+        for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off);
+      }
     }
+    const uint8_t* first_row = row(cache, j);
     if (direct) {
       *stride = a.num_kv_heads * D;
-      return reinterpret_cast<const float*>(row(cache, j));
+      return reinterpret_cast<const float*>(first_row);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      kernels.dequantize_kv_row(a.kv_dtype, row(cache, j + r), D, scratch->rows.data() + r * D);
+      kernels.dequantize_kv_row(a.kv_dtype, first_row + r * row_stride, D, scratch->rows.data() + r * D);
     }
     *stride = D;
     return scratch->rows.data();
@@ -83,8 +88,9 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     j += rows;
   }
   float inv_sum[kMaxGroupHeads];
+  kernels.exp_scores(scores(0), g, num_keys, a.scale, inv_sum);
   for (int64_t i = 0; i < g; ++i) {
-    inv_sum[i] = 1.0f / kernels.exp_scores(scores(i), num_keys, a.scale);
+    inv_sum[i] = 1.0f / inv_sum[i];
     std::memset(output(i), 0, D * sizeof(float));
   }
   for (int64_t j = first; j < end;) {

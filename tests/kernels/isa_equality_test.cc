@@ -211,12 +211,21 @@ TEST_P(IsaEqualityTest, ExpScoresEqualsPortableBitwise) {
   std::mt19937 rng(13);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).exp_scores;
   const auto got_fn = internal::KernelsFor(GetParam()).exp_scores;
-  for (int64_t n = 0; n <= 40; ++n) {
-    for (int rep = 0; rep < 20; ++rep) {
-      std::vector<float> want = RandomScores(n, rep, &rng), got = want;
-      const float want_sum = want_fn(want.data(), n, 0.125f), got_sum = got_fn(got.data(), n, 0.125f);
-      ASSERT_TRUE(BitwiseEqual(want, got)) << "n " << n << " rep " << rep;
-      ASSERT_EQ(std::memcmp(&want_sum, &got_sum, sizeof(float)), 0) << "n " << n << " rep " << rep;
+  // One row, and 3 and 7 rows (the sums four rows at a time and the rest), each row its own draw.
+  for (int64_t rows : {1, 3, 7}) {
+    for (int64_t n = 0; n <= 40; ++n) {
+      for (int rep = 0; rep < 20; ++rep) {
+        std::vector<float> want;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<float> row = RandomScores(n, (rep + static_cast<int>(r)) % 20, &rng);
+          want.insert(want.end(), row.begin(), row.end());
+        }
+        std::vector<float> got = want, want_sums(rows), got_sums(rows);
+        want_fn(want.data(), rows, n, 0.125f, want_sums.data());
+        got_fn(got.data(), rows, n, 0.125f, got_sums.data());
+        ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, n " << n << " rep " << rep;
+        ASSERT_TRUE(BitwiseEqual(want_sums, got_sums)) << rows << " rows, n " << n << " rep " << rep;
+      }
     }
   }
 }
@@ -288,22 +297,30 @@ TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
   }
 }
 
-// The portable level's exp_scores is PortableExpF written out: the same bits as the shared function.
+// The portable level's exp_scores is PortableExpF written out: the same bits as the shared function,
+// each row's sum in position order.
 TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
   std::mt19937 rng(15);
   const auto fn = internal::KernelsFor(Isa::kPortable).exp_scores;
+  constexpr int64_t kRows = 5, kN = 37;
   for (int rep = 0; rep < 4; ++rep) {
-    std::vector<float> s = RandomScores(37, rep, &rng), want = s;
-    float max = -INFINITY;
-    for (float& v : want) {
-      v *= 0.125f;
-      max = std::fmax(max, v);
+    std::vector<float> s, want_sums(kRows), sums(kRows);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const std::vector<float> row = RandomScores(kN, (rep + static_cast<int>(r)) % 5, &rng);
+      s.insert(s.end(), row.begin(), row.end());
     }
-    float want_sum = 0.0f;
-    for (float& v : want) want_sum += (v = PortableExpF(v - max));
-    const float sum = fn(s.data(), 37, 0.125f);
+    std::vector<float> want = s;
+    for (int64_t r = 0; r < kRows; ++r) {
+      float* row = want.data() + r * kN;
+      float max = -INFINITY;
+      for (int64_t j = 0; j < kN; ++j) max = std::fmax(max, row[j] *= 0.125f);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < kN; ++j) sum += (row[j] = PortableExpF(row[j] - max));
+      want_sums[r] = sum;
+    }
+    fn(s.data(), kRows, kN, 0.125f, sums.data());
     ASSERT_TRUE(BitwiseEqual(want, s)) << "rep " << rep;
-    ASSERT_EQ(std::memcmp(&want_sum, &sum, sizeof(float)), 0) << "rep " << rep;
+    ASSERT_TRUE(BitwiseEqual(want_sums, sums)) << "rep " << rep;
   }
 }
 

@@ -1,8 +1,8 @@
 // Paged attention's softmax and value pass over the keys of one (token, head), one instruction-set
 // level. Both are element-wise, so the vector paths are the portable loops' operations several lanes
 // at a time:
-// ExpScores: s[j] = s[j] · scale; max = the largest s[j] (a NaN never wins); s[j] = PortableExpF(s[j] − max)
-//   (exp_lanes.h); returns Σ s[j] summed in j order, one f32 add at a time.
+// ExpScores, per row: s[j] = s[j] · scale; max = the largest s[j] (a NaN never wins);
+//   s[j] = PortableExpF(s[j] − max) (exp_lanes.h); the row's Σ s[j] summed in j order, one f32 add at a time.
 // AccumulateRows: out[i] += w[r] · v[r · v_stride + i] for r in order, the product rounded before the add.
 #include <cmath>
 #include <cstdint>
@@ -14,12 +14,34 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-float ExpScores(float* s, int64_t n, float scale) {
+namespace {
+
+// Row s[0, n): s[j] · scale in place, returning the largest (a NaN never wins; -inf for none). The
+// lanes keep their own maxima: max is order-free but for the sign of a zero, and exp(s − ±0) is the same.
+float ScaleAndMax(float* s, int64_t n, float scale) {
+  ExpLanes lane_max = ExpLanes{} - INFINITY;
+  int64_t j = 0;
+  for (; j + kExpLanes <= n; j += kExpLanes) {
+    ExpLanes v;
+    std::memcpy(&v, s + j, sizeof v);
+    v = v * scale;
+    std::memcpy(s + j, &v, sizeof v);
+    lane_max = v > lane_max ? v : lane_max;
+  }
   float max = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t l = 0; l < kExpLanes; ++l) {
+    const float m = reinterpret_cast<const float*>(&lane_max)[l];
+    max = m > max ? m : max;
+  }
+  for (; j < n; ++j) {
     s[j] *= scale;
     max = s[j] > max ? s[j] : max;
   }
+  return max;
+}
+
+// s[j] = PortableExpF(s[j] − max) over the row.
+void ExpRow(float* s, int64_t n, float max) {
   auto lanes = [&](float* x) {
     ExpLanes v;
     std::memcpy(&v, x, sizeof v);
@@ -34,9 +56,31 @@ float ExpScores(float* s, int64_t n, float scale) {
     lanes(tail);
     std::memcpy(s + j, tail, (n - j) * sizeof(float));
   }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) sum += s[j];
-  return sum;
+}
+
+// The sums of R rows n apart, each in j order one add at a time; the R chains are independent, so
+// interleaving them hides the add's latency.
+template <int R>
+void SumRows(const float* s, int64_t n, float* sums) {
+  float acc[R] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    for (int r = 0; r < R; ++r) acc[r] += s[r * n + j];
+  }
+  for (int r = 0; r < R; ++r) sums[r] = acc[r];
+}
+
+}  // namespace
+
+void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
+  for (int64_t r = 0; r < rows; ++r) ExpRow(s + r * n, n, ScaleAndMax(s + r * n, n, scale));
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) SumRows<4>(s + r * n, n, sums + r);
+  switch (rows - r) {
+    case 3: SumRows<3>(s + r * n, n, sums + r); break;
+    case 2: SumRows<2>(s + r * n, n, sums + r); break;
+    case 1: SumRows<1>(s + r * n, n, sums + r); break;
+    default: break;
+  }
 }
 
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out) {

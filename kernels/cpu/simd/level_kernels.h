@@ -19,7 +19,7 @@ void QuantizeActivationRow(const float* x, int64_t n, BlockQ8Act* dst);  // quan
 void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n,
              float* out);  // canonical_dot.cc
 void DequantizeKvRow(DType type, const uint8_t* src, int64_t n, float* dst);  // dequantize_kv.cc
-float ExpScores(float* s, int64_t n, float scale);                             // attention_rows.cc
+void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums);  // attention_rows.cc
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n,
                     float* out);  // attention_rows.cc
 void SiluMulRows(const float* gate, const float* up, int64_t n, float* out);      // gated_activations.cc
