@@ -6,7 +6,7 @@
 // -0 lane into +0, so they are part of the order). AVX-512 holds the 16 lanes in one register, AVX2
 // in two (columns k..k+7 and k+8..k+15), the portable level in 16 scalars with std::fma.
 //
-// MatMulFixedPoint's: 16-column chunks folded into 8 f32 lanes, each rounded into an int64 lane
+// MatMulFixedPoint's: 16-column chunks folded into 4 f32 terms, each rounded into an int64 lane
 // (fixed_point_lanes.h); integer sums, so the lane order does not matter.
 #include <cmath>
 #include <cstdlib>
@@ -220,8 +220,8 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 }
 #endif
 
-// Fixed-point tiles: 16-column chunks; lane i of the chunk at c is
-// fma(w[c+8+i], xs[c+8+i], w[c+i] · xs[c+i]) with xs = x · 2^32 (exact), rounded into int64 lane i.
+// Fixed-point tiles: 16-column chunks; with p(j) = fma(w[c+8+j], xs[c+8+j], w[c+j] · xs[c+j]) and
+// xs = x · 2^32 (exact), term i < 4 of the chunk at c is p(i) + p(i + 4) in f32, rounded into int64.
 // A tail chunk is zero-padded (its zeros add exact zeros).
 constexpr int64_t kFixedChunk = 16;
 
@@ -229,20 +229,28 @@ constexpr int64_t kFixedChunk = 16;
 template <class Loader, int NR, int NT>
 void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                          int64_t* y, int64_t y_stride) {
-  FixedLanes acc[NR][NT];
+  // Output o = r · NT + t; outputs 2p and 2p + 1 share acc[p] (an odd last one pairs with zeros).
+  constexpr int kOutputs = NR * NT, kPairs = (kOutputs + 1) / 2;
+  FixedPair acc[kPairs];
   const __m256 scale = _mm256_set1_ps(kFixedPointScale);
   // w_at(r): the chunk's first weight byte in row r; x_at(t): its first activation of token t.
   auto chunk = [&](auto w_at, auto x_at) {
-    __m256 lo[NR], hi[NR];
+    __m256 lo[NR], hi[NR], xlo[NT], xhi[NT];
     for (int r = 0; r < NR; ++r) {
       lo[r] = Loader::Load(w_at(r));
       hi[r] = Loader::Load(w_at(r) + 8 * Loader::kBytes);
     }
     for (int t = 0; t < NT; ++t) {
-      const float* xp = x_at(t);
-      const __m256 xlo = _mm256_mul_ps(_mm256_loadu_ps(xp), scale);
-      const __m256 xhi = _mm256_mul_ps(_mm256_loadu_ps(xp + 8), scale);
-      for (int r = 0; r < NR; ++r) acc[r][t].Add(_mm256_fmadd_ps(hi[r], xhi, _mm256_mul_ps(lo[r], xlo)));
+      xlo[t] = _mm256_mul_ps(_mm256_loadu_ps(x_at(t)), scale);
+      xhi[t] = _mm256_mul_ps(_mm256_loadu_ps(x_at(t) + 8), scale);
+    }
+    // Column pairs i and i + 8 of output o: fma(w[i+8], x[i+8]·2^32, w[i] · x[i]·2^32).
+    auto products = [&](int o) {
+      const int r = o / NT, t = o % NT;
+      return _mm256_fmadd_ps(hi[r], xhi[t], _mm256_mul_ps(lo[r], xlo[t]));
+    };
+    for (int p = 0; p < kPairs; ++p) {
+      acc[p].Add(products(2 * p), 2 * p + 1 < kOutputs ? products(2 * p + 1) : _mm256_setzero_ps());
     }
   };
   int64_t k = 0;
@@ -261,8 +269,7 @@ void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, 
     chunk([&](int r) { return static_cast<const uint8_t*>(wtail[r]); },
           [&](int t) { return static_cast<const float*>(xtail[t]); });
   }
-  for (int t = 0; t < NT; ++t)
-    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = acc[r][t].Sum();
+  for (int o = 0; o < kOutputs; ++o) y[(o % NT) * y_stride + o / NT] = acc[o / 2].Sum(o % 2);
 }
 using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;
@@ -277,11 +284,10 @@ void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, 
       const uint8_t* row = w + r * row_bytes;
       auto weight = [&](int64_t k) { return k < cols ? Loader::Load(row, k) : 0.0f; };
       auto scaled_x = [&](int64_t k) { return k < cols ? xt[k] * kFixedPointScale : 0.0f; };
+      auto products = [&](int64_t i) { return std::fma(weight(i + 8), scaled_x(i + 8), weight(i) * scaled_x(i)); };
       int64_t acc = 0;
       for (int64_t c = 0; c < cols; c += kFixedChunk) {
-        for (int64_t i = c; i < c + 8; ++i) {
-          acc = WrapAdd(acc, ToFixed(std::fma(weight(i + 8), scaled_x(i + 8), weight(i) * scaled_x(i))));
-        }
+        for (int64_t i = c; i < c + 4; ++i) acc = WrapAdd(acc, ToFixed(products(i) + products(i + 4)));
       }
       y[t * y_stride + r] = acc;
     }
