@@ -33,6 +33,10 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
     }
     return;
   }
+  if (table.rows != nullptr && num_tokens == 1 && !single_row) {
+    const int64_t done = table.rows(w + row_begin * row_bytes, row_bytes, row_end - row_begin, x, cols, y + row_begin);
+    row_begin += done;
+  }
   // Decode (one tile of tokens): stream the rows once. Prefill: block the rows so each block is
   // read from memory once and reused by every token tile.
   const int64_t row_block = num_tokens <= kMaxTileTokens ? row_end - row_begin : kRowBlock;

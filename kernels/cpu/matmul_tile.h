@@ -30,12 +30,20 @@ using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, cons
                          int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 inline constexpr int kPanelRows = 16;
 
+// Rows [0, num_rows) of w against one token (decode) with the token's activation prepared once for all
+// of them, the tiles' results bit for bit; returns how many rows it did (the first ones), the tiles do
+// the rest.
+template <class Out>
+using RowsFn = int64_t (*)(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t cols,
+                           Out* y);
+
 // Tile functions for every (NR, NT) in {1, 2, 4} × {1, 2, 3, 4}, indexed [nr_index][nt - 1], and the
-// level's panel function, or null.
+// level's panel and one-token row functions, or null.
 template <class Out>
 struct TileTable {
   TileFn<Out> fn[3][4];
   PanelFn<Out> panel = nullptr;
+  RowsFn<Out> rows = nullptr;
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for more

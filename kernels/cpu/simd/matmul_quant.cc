@@ -378,12 +378,6 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 // The tile for NR rows × NT tokens: MatMul's for an even number of tokens on AVX-512 takes token pairs.
 template <DType kType, template <int, int> class Sums, int NR, int NT>
 constexpr TileFn<typename Sums<NR, NT>::Out> Tile() {
-#if TPSERVE_QUANT_ROW_QUADS
-  if constexpr (NR == 4 && NT == 1 && HasRowQuads(kType)) {
-    using Quad = std::conditional_t<std::is_same_v<Sums<NR, NT>, FloatSums<NR, NT>>, FloatQuad, FixedQuad>;
-    return QuadRowTile<kType, Quad>;
-  }
-#endif
 #if TPSERVE_QUANT_PAIRS
   if constexpr (std::is_same_v<Sums<NR, NT>, FloatSums<NR, NT>> && NT % 2 == 0) return QuantPairTile<kType, NR, NT>;
 #endif
@@ -398,11 +392,17 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
 #else
   constexpr PanelFn<Out> kPanel = nullptr;
 #endif
+  RowsFn<Out> rows = nullptr;
+#if TPSERVE_QUANT_ROW_QUADS
+  if constexpr (HasRowQuads(kType)) {
+    rows = QuadRows<kType, std::conditional_t<std::is_same_v<Out, float>, FloatQuad, FixedQuad>>;
+  }
+#endif
   return TileTable<Out>{{
       {Tile<kType, Sums, 1, 1>(), Tile<kType, Sums, 1, 2>(), Tile<kType, Sums, 1, 3>(), Tile<kType, Sums, 1, 4>()},
       {Tile<kType, Sums, 2, 1>(), Tile<kType, Sums, 2, 2>(), Tile<kType, Sums, 2, 3>(), Tile<kType, Sums, 2, 4>()},
       {Tile<kType, Sums, 4, 1>(), Tile<kType, Sums, 4, 2>(), Tile<kType, Sums, 4, 3>(), Tile<kType, Sums, 4, 4>()},
-  }, kPanel};
+  }, kPanel, rows};
 }
 
 // The quantised types' tables for one reduction.

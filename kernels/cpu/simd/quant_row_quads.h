@@ -4,7 +4,9 @@
 // lanes) gives every row its 8 canonical integer lanes: lane i of row r is lane r·4 + i of `lo` (i < 4)
 // or of `hi` (i >= 4). The 8-lane tiles spend a vector register on each row and do the scales' f16
 // conversions, products and broadcasts row by row; here they are vector operations over four rows, about
-// a third of the instructions per block (bench/README.md, "Decode over four rows"). Integer lanes are
+// a third of the instructions per block (bench/README.md, "Decode over four rows"). QuadRows broadcasts
+// the token's activation blocks (and the biased types' bias · Σa) once per call, not once per four rows,
+// and leaves the last num_rows % 4 rows to the tiles. Integer lanes are
 // exact, so the types stored with a bias (Q4_0, Q5_0, Q6_K: w = q − bias) dot the unsigned q and subtract
 // bias · Σa, the same integers as the 8-lane tiles' signed dot.
 //
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
@@ -202,10 +205,10 @@ class QuadReader {
   __m128 super_d_ = _mm_setzero_ps();
 };
 
-// The activation block's halves, each in all four lanes, and (biased types) the sum of each 4 values.
+// The activation block's halves, each in all four lanes, and (biased types) bias · the sum of each 4 values.
 struct QuadAct {
   __m512i lo, hi;
-  __m512i lo_sum = _mm512_setzero_si512(), hi_sum = _mm512_setzero_si512();
+  __m512i lo_bias = _mm512_setzero_si512(), hi_bias = _mm512_setzero_si512();
 };
 
 template <DType kType>
@@ -215,8 +218,8 @@ inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
   qa.hi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
   if constexpr (kBiasShift<kType> >= 0) {
     const __m512i ones = _mm512_set1_epi8(1);
-    qa.lo_sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.lo);
-    qa.hi_sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.hi);
+    qa.lo_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.lo), kBiasShift<kType>);
+    qa.hi_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.hi), kBiasShift<kType>);
   }
   return qa;
 }
@@ -225,7 +228,7 @@ inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
 // integer scale for Q6_K). A biased type's lane is Σ q·a − bias·Σa; Q8_0's signed w goes through
 // |w| · (a with w's sign).
 template <DType kType>
-inline __m512i QuadLanes(__m512i w, __m512i a, __m512i sum, __m512i scale) {
+inline __m512i QuadLanes(__m512i w, __m512i a, __m512i bias_sum, __m512i scale) {
   const __m512i zero = _mm512_setzero_si512();
   __m512i dot;
   if constexpr (kType == DType::kQ8_0) {
@@ -233,9 +236,9 @@ inline __m512i QuadLanes(__m512i w, __m512i a, __m512i sum, __m512i scale) {
   } else {
     dot = _mm512_dpbusd_epi32(zero, w, a);
   }
-  if constexpr (kBiasShift<kType> >= 0) dot = _mm512_sub_epi32(dot, _mm512_slli_epi32(sum, kBiasShift<kType>));
+  if constexpr (kBiasShift<kType> >= 0) dot = _mm512_sub_epi32(dot, bias_sum);
   if constexpr (HasHalfScales(kType)) dot = _mm512_mullo_epi32(dot, scale);
-  (void)sum;
+  (void)bias_sum;
   (void)scale;
   return dot;
 }
@@ -290,23 +293,36 @@ struct FixedQuad {
   __m256i acc = _mm256_setzero_si256();
 };
 
-// Four rows × one token; y: the four outputs.
+// Four rows × one token against the token's prepared blocks; y: the four outputs.
 template <DType kType, class Quad>
-void QuadRowTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t, int64_t cols,
-                 typename Quad::Out* y, int64_t) {
+void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const QuadAct* acts, int64_t num_blocks,
+              typename Quad::Out* y) {
   Quad acc;
-  const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
-  const int64_t num_blocks = cols / kQuantBlock;
   TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     prefetch.At(b * kQuantBlock);
     const QuadBlock q = reader.Load(b);
-    const QuadAct a = LoadQuadAct<kType>(act[b]);
-    acc.template Add<MinKindOf(kType)>(QuadLanes<kType>(q.lo, a.lo, a.lo_sum, q.lo_scale),
-                                       QuadLanes<kType>(q.hi, a.hi, a.hi_sum, q.hi_scale), q, act[b]);
+    const QuadAct& a = acts[b];
+    acc.template Add<MinKindOf(kType)>(QuadLanes<kType>(q.lo, a.lo, a.lo_bias, q.lo_scale),
+                                       QuadLanes<kType>(q.hi, a.hi, a.hi_bias, q.hi_scale), q, act[b]);
   }
   acc.Store(y);
+}
+
+// RowsFn (matmul_tile.h): the token's blocks broadcast (and their biased sums) once, then every whole
+// quad of rows; the last num_rows % 4 rows are left to the tiles.
+template <DType kType, class Quad>
+int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t cols,
+                 typename Quad::Out* y) {
+  const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
+  const int64_t num_blocks = cols / kQuantBlock;
+  thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
+  if (static_cast<int64_t>(acts.size()) < num_blocks) acts.resize(num_blocks);
+  for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
+  const int64_t quads = num_rows / 4 * 4;
+  for (int64_t r = 0; r < quads; r += 4) QuadPass<kType, Quad>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
+  return quads;
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
