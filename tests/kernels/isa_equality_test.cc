@@ -12,6 +12,7 @@
 #include "kernels/cpu/isa_kernels.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_fixed_point.h"
+#include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/portable_math.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "tests/kernels/matmul_reference.h"
@@ -57,7 +58,9 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
     const std::vector<int64_t> quant_cols = FitCols(type, {32, 64, 96, 576});
     for (int64_t cols : quantized ? quant_cols : float_cols) {
       for (int64_t rows : {1, 3, 7, 37}) {
-        for (int64_t num_tokens : {1, 2, 3, 5, 17}) {
+        // Tiles, and (kPanelMinTokens and up) the panels with their token tails.
+        for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{17}, internal::kPanelMinTokens,
+                                   internal::kPanelMinTokens + 7}) {
           const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
           std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
           if (cols > 2) x[1] = -0.0f;  // signed zeros and exact cancellations are part of the order
@@ -105,7 +108,7 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
     const int64_t cols = IsQuantized(type) ? FitCols(type, 96) : 37;
-    for (int64_t num_tokens : {1, 4, 9}) {
+    for (int64_t num_tokens : {int64_t{1}, int64_t{4}, int64_t{9}, internal::kPanelMinTokens + 2}) {
       const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
       const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
       std::vector<int64_t> want(num_tokens * 13), got(num_tokens * 13);

@@ -1,4 +1,4 @@
-// Internal to kernels/cpu/simd/matmul_quant.cc, AVX-512 with VNNI: prefill (more than 4 tokens) over
+// Internal to kernels/cpu/simd/matmul_quant.cc, AVX-512 with VNNI: prefill (kPanelMinTokens or more) over
 // panels of 16 weight rows. A panel is unpacked once per call into a scratch where, for each 32-value
 // block, group g's 4 values of the 16 rows sit side by side in one vector (row r's 4 signed bytes at
 // 4r: every type's values fit in int8), beside the 16 rows' scales in vectors and each group's
