@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/cpu_time.h"
@@ -125,18 +126,23 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
               DTypeName(type), static_cast<long long>(c.cols), static_cast<long long>(c.rows), median * 1e6, gbs,
               triad_gbs, 100.0 * gbs / triad_gbs, weight_bytes / cpu_per_call / 1e9);
 
-  // Prefill: T tokens through one weight copy.
-  double best = 1e30, best_cpu = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
-    const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
-    const auto t0 = Clock::now();
-    const double cpu0 = bench::ProcessCpuSeconds();
-    MatMul(w, x.data(), max_tokens, y.data(), pool);
-    best = std::min(best, Seconds(t0));
-    best_cpu = std::min(best_cpu, (bench::ProcessCpuSeconds() - cpu0) / pool->num_threads());
-  }
+  // Prefill: T tokens through one weight copy, best of 3, through the float sums and then the fixed-point
+  // sums (the row-parallel layers: attention output, FFN down).
+  const auto best_of_3 = [&](auto multiply) {
+    double best = 1e30, best_cpu = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
+      const auto t0 = Clock::now();
+      const double cpu0 = bench::ProcessCpuSeconds();
+      multiply(w);
+      best = std::min(best, Seconds(t0));
+      best_cpu = std::min(best_cpu, (bench::ProcessCpuSeconds() - cpu0) / pool->num_threads());
+    }
+    return std::pair{best, best_cpu};
+  };
   const double flops = 2.0 * c.rows * c.cols * max_tokens;
-  const auto print_prefill = [&](const char* sums, double seconds, double cpu_seconds) {
+  const auto print_prefill = [&](const char* sums, std::pair<double, double> times) {
+    const auto [seconds, cpu_seconds] = times;
     const double gflops = flops / seconds / 1e9;
     std::printf("  prefill T=%-3lld %-5s %5lldx%-5lld %-11s %9.1f ms  achieved %6.1f GFLOP/s of %6.1f GFLOP/s measured "
                 "F32 FMA peak (%3.0f%%)  [cpu-time basis %6.1f GFLOP/s]\n",
@@ -144,20 +150,11 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
                 static_cast<long long>(c.rows), sums, seconds * 1e3, gflops, peak_gflops,
                 100.0 * gflops / peak_gflops, flops / cpu_seconds / 1e9);
   };
-  print_prefill("float", best, best_cpu);
-
-  // The same through the fixed-point sums (the row-parallel layers: attention output, FFN down).
+  print_prefill("float", best_of_3([&](const WeightMatrix& w) { MatMul(w, x.data(), max_tokens, y.data(), pool); }));
   std::vector<int64_t> y_fixed(max_tokens * c.rows);
-  best = best_cpu = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
-    const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
-    const auto t0 = Clock::now();
-    const double cpu0 = bench::ProcessCpuSeconds();
-    MatMulFixedPoint(w, x.data(), max_tokens, y_fixed.data(), pool);
-    best = std::min(best, Seconds(t0));
-    best_cpu = std::min(best_cpu, (bench::ProcessCpuSeconds() - cpu0) / pool->num_threads());
-  }
-  print_prefill("fixed-point", best, best_cpu);
+  print_prefill("fixed-point", best_of_3([&](const WeightMatrix& w) {
+                  MatMulFixedPoint(w, x.data(), max_tokens, y_fixed.data(), pool);
+                }));
 }
 
 }  // namespace
