@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TPSERVE_FIXED_POINT_AVX2 1
@@ -43,41 +44,31 @@ inline __m256i RoundToFixed4(__m128 terms) {
 // time: products i and i + 4 are added in f32, and the four sums of each output rounded into its four
 // lanes. Two outputs share one conversion (the costly step: about 1 ns per instruction on Zen 4,
 // whatever its width).
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
 class FixedPair {
  public:
   void Add(__m256 a, __m256 b) {
     const __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
     lanes_ = _mm512_add_epi64(lanes_, _mm512_cvt_roundps_epi64(sums, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+    lanes_[0] = _mm256_add_epi64(lanes_[0], RoundToFixed4(_mm256_castps256_ps128(sums)));
+    lanes_[1] = _mm256_add_epi64(lanes_[1], RoundToFixed4(_mm256_extractf128_ps(sums, 1)));
+#endif
   }
   int64_t Sum(int which) const {  // 0: output a, 1: output b
     alignas(64) int64_t v[8];
-    _mm512_store_si512(v, lanes_);
+    std::memcpy(v, &lanes_, sizeof v);
     const int64_t* l = v + 4 * which;
     return WrapAdd(WrapAdd(l[0], l[1]), WrapAdd(l[2], l[3]));
   }
 
  private:
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
   __m512i lanes_ = _mm512_setzero_si512();
-};
 #else
-class FixedPair {
- public:
-  void Add(__m256 a, __m256 b) {
-    const __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-    lanes_[0] = _mm256_add_epi64(lanes_[0], RoundToFixed4(_mm256_castps256_ps128(sums)));
-    lanes_[1] = _mm256_add_epi64(lanes_[1], RoundToFixed4(_mm256_extractf128_ps(sums, 1)));
-  }
-  int64_t Sum(int which) const {
-    alignas(32) int64_t v[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(v), lanes_[which]);
-    return WrapAdd(WrapAdd(v[0], v[1]), WrapAdd(v[2], v[3]));
-  }
-
- private:
   __m256i lanes_[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-};
 #endif
+};
 #endif
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
