@@ -50,8 +50,9 @@ struct TileTable {
   RowsFn<Out> rows = nullptr;
 };
 
-// Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for more
-// than 4 tokens where it has them, else tiles of up to 4 tokens, row blocks kept hot in cache across
+// Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for
+// kPanelMinTokens tokens or more where it has them; for one token its row function, where it has one,
+// then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
 // token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of
 // one row only (a single weight stream). Instantiated for float and int64_t.
 template <class Out>

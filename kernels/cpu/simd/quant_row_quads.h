@@ -321,7 +321,9 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   if (static_cast<int64_t>(acts.size()) < num_blocks) acts.resize(num_blocks);
   for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
   const int64_t quads = num_rows / 4 * 4;
-  for (int64_t r = 0; r < quads; r += 4) QuadPass<kType, Quad>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
+  for (int64_t r = 0; r < quads; r += 4) {
+    QuadPass<kType, Quad>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
+  }
   return quads;
 }
 
