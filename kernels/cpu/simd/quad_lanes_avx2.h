@@ -1,0 +1,183 @@
+// Internal to quant_row_quads.h, the AVX2 level: four weight rows as two ymm per half of a block (rows 0
+// and 1 in the 128-bit lanes of the first, rows 2 and 3 in the second), and the operations the four-row
+// reader and reductions need on them. AVX2 has no VNNI: a lane's 4-value dot is maddubs (u8 × s8 into
+// int16 pairs) then madd with ones. No pair saturates: every type here is dotted with unsigned values of
+// at most 63 (Q6_K; 2 · 63 · 127 < 2^15), and Q8_0 through |w| · (a with w's sign) (2 · 127 · 127).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "common/quant_block.h"
+#include "kernels/cpu/matmul_fixed_point.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
+#include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/quant_quad_basics.h"
+#include "kernels/cpu/simd/quant_unpack.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+// Four rows' 16 bytes: v[0] holds rows 0 and 1 (one per 128-bit lane), v[1] rows 2 and 3.
+struct QuadVec {
+  __m256i v[2];
+};
+
+inline QuadVec ZeroQuad() { return {{_mm256_setzero_si256(), _mm256_setzero_si256()}}; }
+inline QuadVec Or(QuadVec a, QuadVec b) { return {{_mm256_or_si256(a.v[0], b.v[0]), _mm256_or_si256(a.v[1], b.v[1])}}; }
+inline QuadVec ShiftLeft4(QuadVec v) { return {{_mm256_slli_epi16(v.v[0], 4), _mm256_slli_epi16(v.v[1], 4)}}; }
+
+inline QuadVec Load4x16(const uint8_t* p, int64_t stride) {
+  const auto at = [&](int r) { return reinterpret_cast<const __m128i*>(p + r * stride); };
+  return {{_mm256_loadu2_m128i(at(1), at(0)), _mm256_loadu2_m128i(at(3), at(2))}};
+}
+
+// (v >> shift) & mask per byte (quant_unpack.h's, on both halves; no shift at all for 0).
+inline QuadVec ShiftMask(QuadVec v, int shift, int mask) {
+  if (shift == 0) {
+    const __m256i m = _mm256_set1_epi8(static_cast<char>(mask));
+    return {{_mm256_and_si256(v.v[0], m), _mm256_and_si256(v.v[1], m)}};
+  }
+  return {{ShiftMask(v.v[0], shift, mask), ShiftMask(v.v[1], shift, mask)}};
+}
+
+// Q5_0/Q5_1: 0x10 in the bytes whose fifth bit is set. Bit j of row r's 32-bit qh is value j of the row:
+// bits 0..15 go to `lo`'s lane of row r, 16..31 to `hi`'s.
+inline void AddFifthBits(const uint8_t* qh, int64_t stride, QuadVec* lo, QuadVec* hi) {
+  // Byte j of a lane takes byte j / 8 of its row's qh (0 and 1 for `lo`, 2 and 3 for `hi`), then tests
+  // bit j % 8.
+  const __m256i lo_bytes = _mm256_setr_epi64x(0, 0x0101010101010101, 0, 0x0101010101010101);
+  const __m256i hi_bytes = _mm256_setr_epi64x(0x0202020202020202, 0x0303030303030303, 0x0202020202020202,
+                                              0x0303030303030303);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i fifth = _mm256_set1_epi8(0x10);
+  const auto bits = [&](__m256i rows, __m256i bytes) {
+    const __m256i spread = _mm256_shuffle_epi8(rows, bytes);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), fifth);
+  };
+  for (int p = 0; p < 2; ++p) {
+    uint32_t first, second;
+    std::memcpy(&first, qh + 2 * p * stride, 4);
+    std::memcpy(&second, qh + (2 * p + 1) * stride, 4);
+    const __m256i rows = _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(second)), _mm_set1_epi32(static_cast<int>(first)));
+    lo->v[p] = _mm256_or_si256(lo->v[p], bits(rows, lo_bytes));
+    hi->v[p] = _mm256_or_si256(hi->v[p], bits(rows, hi_bytes));
+  }
+}
+
+// Q6_K: a super-block's int8 scales of 16 values, row r's in its lane; each row's half h, sign-extended
+// into the four int32 of its lane (byte h moved to the top byte of each, then shifted down).
+inline QuadVec HalfScale(QuadVec scales, int h) {
+  const __m256i pick = _mm256_set1_epi32(static_cast<int>((h << 24) | 0x808080));
+  return {{_mm256_srai_epi32(_mm256_shuffle_epi8(scales.v[0], pick), 24),
+           _mm256_srai_epi32(_mm256_shuffle_epi8(scales.v[1], pick), 24)}};
+}
+
+// The activation block's halves, each in both lanes, and (biased types) bias · the sum of each 4 values.
+struct QuadAct {
+  __m256i lo, hi;
+  __m256i lo_bias = _mm256_setzero_si256(), hi_bias = _mm256_setzero_si256();
+};
+
+// Eight int32 lanes, lane i = Σ_{j<4} u[4i+j] · s[4i+j] for unsigned u and signed s bytes, no pair saturating.
+inline __m256i QuadDot(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+template <DType kType>
+inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
+  QuadAct qa;
+  qa.lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
+  qa.hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
+  if constexpr (kBiasShift<kType> >= 0) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    qa.lo_bias = _mm256_slli_epi32(QuadDot(ones, qa.lo), kBiasShift<kType>);
+    qa.hi_bias = _mm256_slli_epi32(QuadDot(ones, qa.hi), kBiasShift<kType>);
+  }
+  return qa;
+}
+
+// The exact integer lanes of one half: Σ_{j<4} w·a over the four values of each lane (times the half's
+// integer scale for Q6_K). A biased type's lane is Σ q·a − bias·Σa; Q8_0's signed w goes through
+// |w| · (a with w's sign).
+template <DType kType>
+inline QuadVec QuadLanes(QuadVec w, __m256i a, __m256i bias_sum, QuadVec scale) {
+  QuadVec dot;
+  for (int p = 0; p < 2; ++p) {
+    if constexpr (kType == DType::kQ8_0) {
+      dot.v[p] = QuadDot(_mm256_sign_epi8(w.v[p], w.v[p]), _mm256_sign_epi8(a, w.v[p]));
+    } else {
+      dot.v[p] = QuadDot(w.v[p], a);
+    }
+    if constexpr (kBiasShift<kType> >= 0) dot.v[p] = _mm256_sub_epi32(dot.v[p], bias_sum);
+    if constexpr (HasHalfScales(kType)) dot.v[p] = _mm256_mullo_epi32(dot.v[p], scale.v[p]);
+  }
+  (void)bias_sum;
+  (void)scale;
+  return dot;
+}
+
+// Each 128-bit lane of the pair's rows filled with its row's s[r]: [s0 ×4 | s1 ×4], [s2 ×4 | s3 ×4].
+inline __m256 SpreadPair(__m128 s, int p) {
+  const __m256i index = p == 0 ? _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1) : _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), index);
+}
+
+// MatMul's reduction (FloatSums' per output).
+struct FloatQuad {
+  using Out = float;
+  template <MinKind kMin>
+  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    const __m128 scale = _mm_mul_ps(d, _mm_set1_ps(a.d));
+    for (int p = 0; p < 2; ++p) {
+      const __m256 pair_scale = SpreadPair(scale, p);
+      acc_lo[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo.v[p]), pair_scale, acc_lo[p]);
+      acc_hi[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi.v[p]), pair_scale, acc_hi[p]);
+    }
+    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+  }
+  // Fold8 per row: s[i] = a[i] + a[i + 4], then (s[0] + s[2]) + (s[1] + s[3]); plus the offset sum.
+  void Store(float* y) const {
+    alignas(32) float total[2][8];
+    for (int p = 0; p < 2; ++p) {
+      const __m256 s = _mm256_add_ps(acc_lo[p], acc_hi[p]);
+      const __m256 pairs = _mm256_add_ps(s, _mm256_permute_ps(s, 0x4e));  // s0+s2, s1+s3 in each lane
+      _mm256_store_ps(total[p], _mm256_add_ps(pairs, _mm256_permute_ps(pairs, 0xb1)));
+    }
+    const __m128 rows = _mm_setr_ps(total[0][0], total[0][4], total[1][0], total[1][4]);
+    _mm_storeu_ps(y, _mm_add_ps(rows, acc_min));
+  }
+  __m256 acc_lo[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc_hi[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m128 acc_min = _mm_setzero_ps();
+};
+
+// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
+// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
+struct FixedQuad {
+  using Out = int64_t;
+  template <MinKind kMin>
+  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    __m256i total[2];  // every int32 of row r's lane: its total
+    for (int p = 0; p < 2; ++p) {
+      const __m256i s = _mm256_add_epi32(lo.v[p], hi.v[p]);
+      const __m256i pairs = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
+      total[p] = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0xb1));
+    }
+    // [r0 r0 r2 r2 | r1 r1 r3 r3] → [r0 r1 r2 r3].
+    const __m256i mixed = _mm256_blend_epi32(total[0], total[1], 0xcc);
+    const __m128i totals =
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(mixed, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
+    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
+    if constexpr (kMin == MinKind::kOffset) {
+      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
+    }
+    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
+  }
+  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
+  __m256i acc = _mm256_setzero_si256();
+};
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -1,0 +1,153 @@
+// Internal to quant_row_quads.h, the AVX-512 (VNNI) level: four weight rows in one zmm per half of a
+// block (row r in 128-bit lane r), and the operations the four-row reader and reductions need on them.
+// One VNNI dot per half gives the four rows' canonical integer lanes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "common/quant_block.h"
+#include "kernels/cpu/matmul_fixed_point.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
+#include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/quant_quad_basics.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+// Four rows' 16 bytes, row r in 128-bit lane r.
+using QuadVec = __m512i;
+
+inline QuadVec ZeroQuad() { return _mm512_setzero_si512(); }
+inline QuadVec Or(QuadVec a, QuadVec b) { return _mm512_or_si512(a, b); }
+inline QuadVec ShiftLeft4(QuadVec v) { return _mm512_slli_epi16(v, 4); }
+
+inline __m512i Load4x16(const uint8_t* p, int64_t stride) {
+  const auto at = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + r * stride)); };
+  __m512i v = _mm512_castsi128_si512(at(0));
+  v = _mm512_inserti32x4(v, at(1), 1);
+  v = _mm512_inserti32x4(v, at(2), 2);
+  return _mm512_inserti32x4(v, at(3), 3);
+}
+
+// (v >> shift) & mask per byte.
+inline __m512i ShiftMask(__m512i v, int shift, int mask) {
+  return _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(shift)), _mm512_set1_epi8(static_cast<char>(mask)));
+}
+
+// The permutation that fills lane group r (four 32-bit elements) with element r.
+inline __m512i RowGroups() { return _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3); }
+
+// Q5_0/Q5_1: 0x10 in the bytes whose fifth bit is set. Bit j of row r's 32-bit qh is value j of the row:
+// bits 0..15 go to `lo`'s lane r, 16..31 to `hi`'s.
+inline void AddFifthBits(const uint8_t* qh, int64_t stride, __m512i* lo, __m512i* hi) {
+  uint32_t bits[4];
+  for (int r = 0; r < 4; ++r) std::memcpy(&bits[r], qh + r * stride, 4);
+  const __m512i rows = _mm512_permutexvar_epi32(RowGroups(),
+                                                _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits))));
+  // Byte j of a lane takes byte j / 8 of its qh half, then tests bit j % 8.
+  const __m512i lo_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
+  const __m512i hi_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202, 0x0303030303030303,
+                                             0x0202020202020202);
+  const __m512i bit = _mm512_set1_epi64(static_cast<int64_t>(0x8040201008040201ull));
+  const __m512i fifth = _mm512_set1_epi8(0x10);
+  *lo = _mm512_or_si512(*lo, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, lo_bytes), bit), fifth));
+  *hi = _mm512_or_si512(*hi, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(_mm512_shuffle_epi8(rows, hi_bytes), bit), fifth));
+}
+
+// Q6_K: a super-block's int8 scales of 16 values, row r's in lane r; each row's half h, sign-extended
+// into the four int32 of its lane group (byte h moved to the top byte of each, then shifted down).
+inline QuadVec HalfScale(QuadVec scales, int h) {
+  return _mm512_srai_epi32(_mm512_shuffle_epi8(scales, _mm512_set1_epi32(static_cast<int>((h << 24) | 0x808080))), 24);
+}
+
+// The activation block's halves, each in all four lanes, and (biased types) bias · the sum of each 4 values.
+struct QuadAct {
+  __m512i lo, hi;
+  __m512i lo_bias = _mm512_setzero_si512(), hi_bias = _mm512_setzero_si512();
+};
+
+template <DType kType>
+inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
+  QuadAct qa;
+  qa.lo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
+  qa.hi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
+  if constexpr (kBiasShift<kType> >= 0) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    qa.lo_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.lo), kBiasShift<kType>);
+    qa.hi_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.hi), kBiasShift<kType>);
+  }
+  return qa;
+}
+
+// The exact integer lanes of one half: Σ_{j<4} w·a over the four values of each lane (times the half's
+// integer scale for Q6_K). A biased type's lane is Σ q·a − bias·Σa; Q8_0's signed w goes through
+// |w| · (a with w's sign).
+template <DType kType>
+inline __m512i QuadLanes(__m512i w, __m512i a, __m512i bias_sum, __m512i scale) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i dot;
+  if constexpr (kType == DType::kQ8_0) {
+    dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(w), _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w), zero, a));
+  } else {
+    dot = _mm512_dpbusd_epi32(zero, w, a);
+  }
+  if constexpr (kBiasShift<kType> >= 0) dot = _mm512_sub_epi32(dot, bias_sum);
+  if constexpr (HasHalfScales(kType)) dot = _mm512_mullo_epi32(dot, scale);
+  (void)bias_sum;
+  (void)scale;
+  return dot;
+}
+
+// Lane group r of v set to s[r].
+inline __m512 SpreadRows(__m128 s) {
+  return _mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(s));
+}
+
+// MatMul's reduction (FloatSums' per output).
+struct FloatQuad {
+  using Out = float;
+  template <MinKind kMin>
+  void Add(__m512i lo, __m512i hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    const __m512 scale = SpreadRows(_mm_mul_ps(d, _mm_set1_ps(a.d)));
+    acc_lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), scale, acc_lo);
+    acc_hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), scale, acc_hi);
+    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+  }
+  // Fold8 per row: s[i] = a[i] + a[i + 4], then (s[0] + s[2]) + (s[1] + s[3]); plus the offset sum.
+  void Store(float* y) const {
+    const __m512 s = _mm512_add_ps(acc_lo, acc_hi);
+    const __m512 pairs = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4e));  // s0+s2, s1+s3 in each group
+    const __m512 total = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0xb1));
+    const __m128 rows = _mm512_castps512_ps128(
+        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
+    _mm_storeu_ps(y, _mm_add_ps(rows, acc_min));
+  }
+  __m512 acc_lo = _mm512_setzero_ps(), acc_hi = _mm512_setzero_ps();
+  __m128 acc_min = _mm_setzero_ps();
+};
+
+// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
+// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
+struct FixedQuad {
+  using Out = int64_t;
+  template <MinKind kMin>
+  void Add(__m512i lo, __m512i hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    const __m512i s = _mm512_add_epi32(lo, hi);
+    const __m512i pairs = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+    const __m512i total = _mm512_add_epi32(pairs, _mm512_shuffle_epi32(pairs, _MM_PERM_CDAB));
+    const __m128i totals = _mm512_castsi512_si128(
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
+    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
+    if constexpr (kMin == MinKind::kOffset) {
+      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
+    }
+    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
+  }
+  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
+  __m256i acc = _mm256_setzero_si256();
+};
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -1,0 +1,42 @@
+// Internal to quant_row_quads.h and its level headers (quad_lanes_avx512.h, quad_lanes_avx2.h): what the
+// four-row decode path needs the same on every level that has it.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "kernels/cpu/simd/intrinsics.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+// The types read four rows at a time (the others, Q2_K and Q3_K, keep the 8-lane tiles).
+constexpr bool HasRowQuads(DType type) {
+  switch (type) {
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1:
+    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: return true;
+    default: return false;
+  }
+}
+
+// The signed types stored as unsigned q with a bias (w = q − bias): their lanes are Σ q·a − bias·Σa.
+// Q8_0 (stored signed) has 0 here and goes through the sign trick instead.
+template <DType kType>
+constexpr int kBiasShift = kType == DType::kQ4_0 ? 3 : kType == DType::kQ5_0 ? 4 : kType == DType::kQ6_K ? 5 : -1;
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Four f16 scales stride bytes apart.
+inline __m128 Load4Half(const uint8_t* p, int64_t stride) {
+  __m128i h = _mm_cvtsi32_si128(LoadU16(p));
+  h = _mm_insert_epi16(h, LoadU16(p + stride), 1);
+  h = _mm_insert_epi16(h, LoadU16(p + 2 * stride), 2);
+  h = _mm_insert_epi16(h, LoadU16(p + 3 * stride), 3);
+  return _mm_cvtph_ps(h);
+}
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS
