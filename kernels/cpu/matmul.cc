@@ -88,12 +88,14 @@ void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts,
     xdata = reinterpret_cast<const uint8_t*>(x);
     x_stride = w.cols * static_cast<int64_t>(sizeof(float));
   }
-  // One token with float sums, one row at a time (a single sequential stream) through Q8_0 weights
-  // (tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x the 4-row tiles) and through float weights whose
-  // rows are at most 8 KiB (F16 576 and 1536 columns, one thread: 2.4-2.7x; from 16 KiB rows on the
-  // 4-row tiles win). The fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
-  const bool single_row = num_tokens == 1 && std::is_same_v<Out, float> &&
-                         (w.type == DType::kQ8_0 || (!IsQuantized(w.type) && row_bytes <= kSingleRowMaxBytes));
+  // One token with float sums, one row at a time (a single sequential stream) through Q8_0 weights where
+  // the level has no row function for them (AVX-512: tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x
+  // the 4-row tiles, and faster than its quads) and through float weights whose rows are at most 8 KiB
+  // (F16 576 and 1536 columns, one thread: 2.4-2.7x; from 16 KiB rows on the 4-row tiles win). The
+  // fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
+  const bool single_row =
+      num_tokens == 1 && std::is_same_v<Out, float> &&
+      ((w.type == DType::kQ8_0 && table.rows == nullptr) || (!IsQuantized(w.type) && row_bytes <= kSingleRowMaxBytes));
   // Each thread owns a contiguous range of the parts' rows taken in order, so it streams a disjoint part
   // of the weights; the range is cut at part boundaries, and a tile never spans two parts.
   pool->ParallelFor(total_rows, [&](int64_t begin, int64_t end) {
