@@ -388,7 +388,7 @@ template <DType kType, template <int, int> class Sums>
 TileTable<typename Sums<1, 1>::Out> MakeTable() {
   using Out = typename Sums<1, 1>::Out;
 #if TPSERVE_QUANT_PANELS
-  constexpr PanelFn<Out> kPanel = QuantPanel<kType, Out>;
+  constexpr PanelFn<Out> kPanel = HasPanel<Out>(kType) ? QuantPanel<kType, Out> : nullptr;
 #else
   constexpr PanelFn<Out> kPanel = nullptr;
 #endif

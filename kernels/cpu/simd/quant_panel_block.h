@@ -1,0 +1,90 @@
+// Internal to quant_panel.h and its level headers (panel_tokens_avx512.h, panel_tokens_avx2.h): a panel of
+// kPanelRows weight rows unpacked once per call into a block-major scratch where, for each 32-value block,
+// group g's 4 values of the 16 rows sit side by side (row r's 4 signed bytes at 4r: every type's values
+// fit in int8), beside the 16 rows' scales and each group's correction −128 · Σ w. A token's activations
+// go in as a + 128 (unsigned bytes), so a u8 × s8 dot of group g's values with the token's 4 shifted
+// activations of that group (broadcast to every row), plus the correction, is lane g of all 16 rows at
+// once: Σ w·a, the canonical integer lane exactly. AVX-512 reads a field of 16 rows as one zmm, AVX2 as
+// two ymm of 8 rows.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "common/quant_block.h"
+#include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/quant_unpack.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+// One 32-value block of a panel's 16 rows (rows past the panel's end are zero); element r is row r.
+struct alignas(64) PanelBlock {
+  int8_t q[8][4 * kPanelRows];   // group g: row r's 4 signed values at bytes 4r..4r+3
+  int32_t corr[8][kPanelRows];   // group g: row r's −128 · Σ of those 4 values
+  int32_t half_corr[2][kPanelRows];  // half h: row r's −128 · Σ of its 16 values
+  float d[kPanelRows];           // row r's d, times the sums' scale (1, or 2^32 for the fixed-point sums)
+  float m[kPanelRows];           // offset types: m, times the scale
+  float neg_dmin[kPanelRows];    // Q2_K: −dmin, times the scale
+  int32_t scale[2][kPanelRows];  // half-scale types: half h's integer scale (groups 4h..4h+3)
+  int32_t min[2][kPanelRows];    // Q2_K: half h's integer minimum
+};
+
+// Unpacks rows [0, num_rows) of w into blocks[num_blocks], the block-major panel.
+template <DType kType>
+void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_blocks, float scale,
+                 PanelBlock* blocks) {
+  std::memset(static_cast<void*>(blocks), 0, num_blocks * sizeof(PanelBlock));
+  for (int r = 0; r < num_rows; ++r) {
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const WeightBlock wb = LoadBlock<kType>(w + r * row_bytes, b);
+      PanelBlock& pb = blocks[b];
+      alignas(32) int8_t values[32];
+      alignas(32) int32_t lane_scale[8], lane_min[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(values), wb.q);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane_scale), wb.lane_scale);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lane_min), wb.lane_min);
+      for (int g = 0; g < 8; ++g) {
+        std::memcpy(&pb.q[g][4 * r], values + 4 * g, 4);
+        const int32_t corr = -128 * (values[4 * g] + values[4 * g + 1] + values[4 * g + 2] + values[4 * g + 3]);
+        pb.corr[g][r] = corr;
+        pb.half_corr[g / 4][r] += corr;
+      }
+      pb.d[r] = wb.d * scale;
+      pb.m[r] = wb.m * scale;
+      pb.neg_dmin[r] = -(wb.dmin * scale);
+      for (int h = 0; h < 2; ++h) {
+        pb.scale[h][r] = lane_scale[4 * h];
+        pb.min[h][r] = lane_min[4 * h];
+      }
+    }
+  }
+}
+
+// A token's activation block as the panel reads it: a + 128 as unsigned bytes, and (Q2_K) Σa per group.
+struct PanelActivation {
+  alignas(32) uint8_t shifted[32];
+  alignas(32) int32_t sums[8];
+};
+
+template <DType kType>
+inline void ReadActivation(const BlockQ8Act& a, PanelActivation* pa) {
+  const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(pa->shifted), _mm256_xor_si256(aq, _mm256_set1_epi8(-128)));
+  if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+    // Σ of each 4 activations: pairs of 1 · a (no saturation), then pairs of pairs.
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), aq);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pa->sums), _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+}
+
+// Group g's 4 shifted activations as one int32.
+inline int32_t ActivationBytes(const PanelActivation& a, int g) {
+  int32_t v;
+  std::memcpy(&v, a.shifted + 4 * g, 4);
+  return v;
+}
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS
