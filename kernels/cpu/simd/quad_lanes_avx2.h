@@ -10,9 +10,7 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
-#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
-#include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
@@ -20,7 +18,7 @@
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
 // MatMul's Q8_0 decode takes the quads too: on AVX2 they beat one row at a time (SmolLM2's Q8_0 head,
-// bench/README.md, "Four-row decode on AVX2").
+// bench/README.md, "Four-row decode and panels on AVX2").
 inline constexpr bool kFloatQ8_0Quads = true;
 
 // Four rows' 16 bytes: v[0] holds rows 0 and 1 (one per 128-bit lane), v[1] rows 2 and 3.
@@ -64,7 +62,8 @@ inline void AddFifthBits(const uint8_t* qh, int64_t stride, QuadVec* lo, QuadVec
     uint32_t first, second;
     std::memcpy(&first, qh + 2 * p * stride, 4);
     std::memcpy(&second, qh + (2 * p + 1) * stride, 4);
-    const __m256i rows = _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(second)), _mm_set1_epi32(static_cast<int>(first)));
+    const __m256i rows =
+        _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(second)), _mm_set1_epi32(static_cast<int>(first)));
     lo->v[p] = _mm256_or_si256(lo->v[p], bits(rows, lo_bytes));
     hi->v[p] = _mm256_or_si256(hi->v[p], bits(rows, hi_bytes));
   }
@@ -157,31 +156,17 @@ struct FloatQuad {
   __m128 acc_min = _mm_setzero_ps();
 };
 
-// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
-// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
-struct FixedQuad {
-  using Out = int64_t;
-  template <MinKind kMin>
-  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
-    __m256i total[2];  // every int32 of row r's lane: its total
-    for (int p = 0; p < 2; ++p) {
-      const __m256i s = _mm256_add_epi32(lo.v[p], hi.v[p]);
-      const __m256i pairs = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
-      total[p] = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0xb1));
-    }
-    // [r0 r0 r2 r2 | r1 r1 r3 r3] → [r0 r1 r2 r3].
-    const __m256i mixed = _mm256_blend_epi32(total[0], total[1], 0xcc);
-    const __m128i totals =
-        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(mixed, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
-    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
-    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
-    if constexpr (kMin == MinKind::kOffset) {
-      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
-    }
-    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
+// The four rows' exact integer totals of their 8 lanes (lanes 0..3 in `lo`, 4..7 in `hi`), rows in order.
+inline __m128i RowTotals(const QuadVec& lo, const QuadVec& hi) {
+  __m256i total[2];  // every int32 of row r's lane: its total
+  for (int p = 0; p < 2; ++p) {
+    const __m256i s = _mm256_add_epi32(lo.v[p], hi.v[p]);
+    const __m256i pairs = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
+    total[p] = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0xb1));
   }
-  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
-  __m256i acc = _mm256_setzero_si256();
-};
+  // [r0 r0 r2 r2 | r1 r1 r3 r3] → [r0 r1 r2 r3].
+  const __m256i mixed = _mm256_blend_epi32(total[0], total[1], 0xcc);
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(mixed, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
+}
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -8,9 +8,7 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
-#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
-#include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 
@@ -132,26 +130,13 @@ struct FloatQuad {
   __m128 acc_min = _mm_setzero_ps();
 };
 
-// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
-// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
-struct FixedQuad {
-  using Out = int64_t;
-  template <MinKind kMin>
-  void Add(__m512i lo, __m512i hi, __m128 d, __m128 m, const BlockQ8Act& a) {
-    const __m512i s = _mm512_add_epi32(lo, hi);
-    const __m512i pairs = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
-    const __m512i total = _mm512_add_epi32(pairs, _mm512_shuffle_epi32(pairs, _MM_PERM_CDAB));
-    const __m128i totals = _mm512_castsi512_si128(
-        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
-    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
-    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
-    if constexpr (kMin == MinKind::kOffset) {
-      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
-    }
-    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
-  }
-  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
-  __m256i acc = _mm256_setzero_si256();
-};
+// The four rows' exact integer totals of their 8 lanes (lanes 0..3 in `lo`, 4..7 in `hi`), rows in order.
+inline __m128i RowTotals(__m512i lo, __m512i hi) {
+  const __m512i s = _mm512_add_epi32(lo, hi);
+  const __m512i pairs = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+  const __m512i total = _mm512_add_epi32(pairs, _mm512_shuffle_epi32(pairs, _MM_PERM_CDAB));
+  return _mm512_castsi512_si128(
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
+}
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -6,7 +6,8 @@
 // int32 i of row r's lane of `lo` (i < 4) or int32 i − 4 of `hi` (i >= 4). The 8-lane tiles spend a
 // vector register on each row and do the scales' f16 conversions, products and broadcasts row by row;
 // here they are vector operations over four rows, about a third (AVX-512) to a half (AVX2) of the
-// instructions per block (bench/README.md, "Decode over four rows" and "Four-row decode on AVX2").
+// instructions per block (bench/README.md, "Decode over four rows" and "Four-row decode and panels on
+// AVX2").
 // QuadRows broadcasts the token's activation blocks (and the biased types' bias · Σa) once per call, not
 // once per four rows, and leaves the last num_rows % 4 rows to the tiles. Integer lanes are exact, so the
 // types stored with a bias (Q4_0, Q5_0, Q6_K: w = q − bias) dot the unsigned q and subtract bias · Σa,
@@ -26,7 +27,9 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
+#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
@@ -141,6 +144,24 @@ class QuadReader {
   alignas(16) float group_d_[8][4], group_m_[8][4];  // Q4_K, Q5_K: [group][row], set at each super-block
   QuadVec scales_ = ZeroQuad();                       // Q6_K: each row's 16 int8 scales, in its lane
   __m128 super_d_ = _mm_setzero_ps();
+};
+
+// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
+// [+ f32((m·2^32) · Σa)], rounded into int64 lane r. (MatMul's, FloatQuad, is the level's: its
+// accumulators are the level's registers.)
+struct FixedQuad {
+  using Out = int64_t;
+  template <MinKind kMin>
+  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(RowTotals(lo, hi)), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
+    if constexpr (kMin == MinKind::kOffset) {
+      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
+    }
+    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
+  }
+  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
+  __m256i acc = _mm256_setzero_si256();
 };
 
 // Four rows × one token against the token's prepared blocks; y: the four outputs.
