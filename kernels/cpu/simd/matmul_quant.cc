@@ -394,7 +394,7 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
 #endif
   RowsFn<Out> rows = nullptr;
 #if TPSERVE_QUANT_ROW_QUADS
-  if constexpr (HasRowQuads(kType) && (kFloatQ8_0Quads || kType != DType::kQ8_0 || !std::is_same_v<Out, float>)) {
+  if constexpr (HasQuads<Out>(kType)) {
     rows = QuadRows<kType, std::conditional_t<std::is_same_v<Out, float>, FloatQuad, FixedQuad>>;
   }
 #endif
