@@ -43,17 +43,6 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
 
 #if TPSERVE_QUANT_AVX2
-// Eight int32 lanes, lane i = Σ_{j<4} u[4i+j] * s[4i+j] for unsigned u and signed s bytes.
-inline __m256i DotU8S8(__m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-#endif
-}
-// Signed × signed through the sign trick: |w| · (a with w's sign).
-inline __m256i DotS8S8(__m256i w, __m256i a) { return DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
-
 // The block's integer dot with one token's activations, lanes scaled by the half scales.
 template <DType kType>
 inline __m256i BlockLanes(const WeightBlock& wb, __m256i aq) {

@@ -40,8 +40,7 @@ inline __m256 Rows8(const float* field, int half) { return _mm256_load_ps(field 
 
 // Group g's Σ (a + 128) · w of 8 rows over its 4 values (the caller adds the correction −128 · Σ w).
 inline __m256i GroupDot(const PanelActivation& a, int g, __m256i q) {
-  const __m256i act = _mm256_set1_epi32(ActivationBytes(a, g));
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(act, q), _mm256_set1_epi16(1));
+  return DotU8S8(_mm256_set1_epi32(ActivationBytes(a, g)), q);
 }
 
 // Rows [8·half, num_rows) of the half's 8 results in v, at most 8, to y.
@@ -123,7 +122,9 @@ void FixedPanelTokens(const PanelBlock* blocks, int64_t num_blocks, const BlockQ
         // The groups of each half of the block from the half's correction, −128 · Σ w.
         __m256i sums[2] = {Rows8(pb.half_corr[0], half), Rows8(pb.half_corr[1], half)};
 #pragma GCC unroll 8
-        for (int g = 0; g < 8; ++g) sums[g / 4] = _mm256_add_epi32(sums[g / 4], GroupDot(a, g, Rows8(pb.q[g], half)));
+        for (int g = 0; g < 8; ++g) {
+          sums[g / 4] = _mm256_add_epi32(sums[g / 4], GroupDot(a, g, Rows8(pb.q[g], half)));
+        }
         const __m256i total = HasHalfScales(kType)
                                   ? _mm256_add_epi32(_mm256_mullo_epi32(sums[0], Rows8(pb.scale[0], half)),
                                                      _mm256_mullo_epi32(sums[1], Rows8(pb.scale[1], half)))

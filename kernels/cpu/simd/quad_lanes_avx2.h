@@ -83,11 +83,6 @@ struct QuadAct {
   __m256i lo_bias = _mm256_setzero_si256(), hi_bias = _mm256_setzero_si256();
 };
 
-// Eight int32 lanes, lane i = Σ_{j<4} u[4i+j] · s[4i+j] for unsigned u and signed s bytes, no pair saturating.
-inline __m256i QuadDot(__m256i u, __m256i s) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
 template <DType kType>
 inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
   QuadAct qa;
@@ -95,8 +90,8 @@ inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
   qa.hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
   if constexpr (kBiasShift<kType> >= 0) {
     const __m256i ones = _mm256_set1_epi8(1);
-    qa.lo_bias = _mm256_slli_epi32(QuadDot(ones, qa.lo), kBiasShift<kType>);
-    qa.hi_bias = _mm256_slli_epi32(QuadDot(ones, qa.hi), kBiasShift<kType>);
+    qa.lo_bias = _mm256_slli_epi32(DotU8S8(ones, qa.lo), kBiasShift<kType>);
+    qa.hi_bias = _mm256_slli_epi32(DotU8S8(ones, qa.hi), kBiasShift<kType>);
   }
   return qa;
 }
@@ -109,9 +104,9 @@ inline QuadVec QuadLanes(QuadVec w, __m256i a, __m256i bias_sum, QuadVec scale) 
   QuadVec dot;
   for (int p = 0; p < 2; ++p) {
     if constexpr (kType == DType::kQ8_0) {
-      dot.v[p] = QuadDot(_mm256_sign_epi8(w.v[p], w.v[p]), _mm256_sign_epi8(a, w.v[p]));
+      dot.v[p] = DotS8S8(w.v[p], a);
     } else {
-      dot.v[p] = QuadDot(w.v[p], a);
+      dot.v[p] = DotU8S8(w.v[p], a);
     }
     if constexpr (kBiasShift<kType> >= 0) dot.v[p] = _mm256_sub_epi32(dot.v[p], bias_sum);
     if constexpr (HasHalfScales(kType)) dot.v[p] = _mm256_mullo_epi32(dot.v[p], scale.v[p]);

@@ -74,9 +74,8 @@ inline void ReadActivation(const BlockQ8Act& a, PanelActivation* pa) {
   const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
   _mm256_store_si256(reinterpret_cast<__m256i*>(pa->shifted), _mm256_xor_si256(aq, _mm256_set1_epi8(-128)));
   if constexpr (MinKindOf(kType) == MinKind::kHalves) {
-    // Σ of each 4 activations: pairs of 1 · a (no saturation), then pairs of pairs.
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), aq);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pa->sums), _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    const __m256i sums = DotU8S8(_mm256_set1_epi8(1), aq);  // lane i: Σ of activations 4i..4i+3
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pa->sums), sums);
   }
 }
 

@@ -57,6 +57,19 @@ inline __m256i ShiftMask(__m256i v, int shift, int mask) {
 
 inline __m256i Load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
+// Eight int32 lanes, lane i = Σ_{j<4} u[4i+j] * s[4i+j] for unsigned u and signed s bytes. Without VNNI
+// (maddubs, then madd with ones) each pair u·s + u·s must fit int16: callers keep |s| <= 127 beside
+// u <= 128, or u <= 63, or |s| <= 32 beside any u.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+// Signed × signed through the sign trick: |w| · (a with w's sign).
+inline __m256i DotS8S8(__m256i w, __m256i a) { return DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
+
 // Lanes 0..3 = a, 4..7 = b.
 inline __m256i HalfLanes(int a, int b) { return _mm256_setr_epi32(a, a, a, a, b, b, b, b); }
 
