@@ -91,7 +91,9 @@ struct TokenLogprob {
 struct SequenceResult {
   uint64_t seq_id = 0;
   int32_t token_id = -1;
-  float logprob = 0.0f;                   // of the sampled token under the unmodified distribution
+  // Of the sampled token under the unmodified distribution, when sampling.num_logprobs > 0 (beam search
+  // asks for 2 x width); 0 otherwise: a step whose rows ask for no logprobs computes no log-sum-exp.
+  float logprob = 0.0f;
   std::vector<TokenLogprob> top_logprobs;  // [num_logprobs]
   std::vector<float> logits;              // [V], only when StepPlan::return_logits
 };

@@ -126,7 +126,7 @@ StatusOr<std::vector<SequenceResult>> SampleTokens(const float* logits, int64_t 
     SequenceResult& result = results[s];
     result.seq_id = row.plan->seq_id;
     result.token_id = row.draw.id;
-    result.logprob = sampling::LogprobOf(row, row.draw.raw);
+    if (row.needs_log_sum_exp) result.logprob = sampling::LogprobOf(row, row.draw.raw);
     for (const Candidate& c : row.top_logprobs) result.top_logprobs.push_back({c.id, sampling::LogprobOf(row, c.raw)});
   }
   return results;

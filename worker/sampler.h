@@ -24,8 +24,10 @@
 //                     logits) alone: never on the other rows, the TP degree or the vocabulary split.
 // logprob is that of the chosen token under the unmodified distribution, log_softmax of the raw
 // logits (global log-sum-exp: per-rank sums in double, combined in rank order, so every rank
-// returns the same bits; accurate to ~1e-6 relative); top_logprobs are the
-// num_logprobs largest raw logprobs, descending, ties to the lower id.
+// returns the same bits; accurate to ~1e-6 relative), for rows with num_logprobs > 0 (0 for the
+// others, which skip the log-sum-exp: one pass over the vocabulary, and for a step of greedy or top-k
+// rows the second all-gather); top_logprobs are the num_logprobs largest raw logprobs, descending,
+// ties to the lower id.
 #pragma once
 
 #include <cstdint>

@@ -99,7 +99,7 @@ void UnpackRound1(const std::vector<float>& gathered, int num_ranks, std::vector
 }
 
 void PackRound2(const SamplingRow& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer) {
-  packer.PushDouble(SumExp(row.raw, vocab_shard, row.raw_max));
+  if (row.needs_log_sum_exp) packer.PushDouble(SumExp(row.raw, vocab_shard, row.raw_max));
   if (row.is_greedy || row.use_top_k) return;
   const float m = row.best.value;
   const auto survives = [&](float x) { return x > kNegInf && (!row.use_min_p || PassesMinP(x, m, row.log_min_p)); };
@@ -143,7 +143,7 @@ void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector
     FloatUnpacker in(gathered.data() + per_rank * static_cast<size_t>(r), per_rank);
     for (size_t s = 0; s < rows.size(); ++s) {
       SamplingRow& row = rows[s];
-      raw_sums[s] += in.PopDouble();  // in rank order: the same bits on every rank
+      if (row.needs_log_sum_exp) raw_sums[s] += in.PopDouble();  // in rank order: the same bits on every rank
       if (row.is_greedy || row.use_top_k) continue;
       if (row.use_top_p) {
         row.nucleus_total += in.PopU128();
@@ -162,6 +162,7 @@ void UnpackRound2(const std::vector<float>& gathered, int num_ranks, std::vector
     CHECK_EQ(in.position(), per_rank);
   }
   for (size_t s = 0; s < rows.size(); ++s) {
+    if (!rows[s].needs_log_sum_exp) continue;
     rows[s].log_sum_exp = static_cast<double>(rows[s].raw_max) + PortableLog(raw_sums[s]);  // sum >= 1: the max's term
   }
 }

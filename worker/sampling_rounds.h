@@ -4,7 +4,8 @@
 //   1. maxima: the raw max (for the log-sum-exp), a NaN/+inf flag, the processed argmax (greedy
 //      rows; the m of min-p and top-p), local top-k and top-logprob candidates. Greedy and top-k
 //      rows are then decided: every rank holds a superset of their allowed set.
-//   2. sums: the raw sum of exp(x - max) (log-sum-exp, double); for the other sampling rows either
+//   2. sums: the raw sum of exp(x - max) (log-sum-exp, double) of rows that need logprobs; for the other
+//      sampling rows either
 //      the local Gumbel winner (no top-p) or the local weight sum of the tokens left after min-p
 //      (top-p, whose nucleus the top-p rounds then find: worker/top_p_rounds.h).
 // Internal to the sampler.
@@ -27,7 +28,8 @@ StatusOr<std::vector<float>> AllGatherPayload(Communicator& comm, const FloatPac
 void PackRound1(SamplingRow& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer);
 void UnpackRound1(const std::vector<float>& gathered, int num_ranks, std::vector<SamplingRow>& rows);
 
-// Round 2 payload of one row: [raw weight sum] + [nucleus weight sum | local Gumbel winner].
+// Round 2 payload of one row: [raw weight sum, if needs_log_sum_exp] + [nucleus weight sum | local Gumbel
+// winner]. Empty for a greedy or top-k row without logprobs, so a batch of those skips the all-gather.
 // REQUIRES: round 1 unpacked.
 void PackRound2(const SamplingRow& row, int64_t vocab_begin, int64_t vocab_shard, FloatPacker& packer);
 // Sets log_sum_exp, nucleus_total (top-p rows) and the draw of rows without top-k or top-p.

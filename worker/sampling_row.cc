@@ -17,6 +17,7 @@ void PrepareRow(SamplingRow& row, const float* raw, int64_t vocab_begin, int64_t
   row.use_top_p = !row.is_greedy && p.top_p < 1.0f;
   row.top_k = row.use_top_k ? p.top_k : 0;
   row.num_logprobs = static_cast<int32_t>(std::min<int64_t>(p.num_logprobs, vocab_size));
+  row.needs_log_sum_exp = row.num_logprobs > 0;
   row.log_min_p = row.use_min_p ? PortableLog(static_cast<double>(p.min_p)) : 0.0;
   row.raw = raw;
   if (ProcessLogitsIsIdentity(p)) {

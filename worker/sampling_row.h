@@ -22,6 +22,9 @@ struct SamplingRow {
   bool use_top_p = false;
   int32_t top_k = 0;
   int32_t num_logprobs = 0;
+  // The log-sum-exp of the raw logits: only for logprobs (num_logprobs > 0, and every scored prompt
+  // token); a round 2 without it sends nothing for a greedy or top-k row.
+  bool needs_log_sum_exp = false;
   double log_min_p = 0;
   const float* raw = nullptr;    // [V_shard] unmodified logits
   const float* x = nullptr;      // [V_shard] processed logits (== raw when processing is the identity)
@@ -35,7 +38,7 @@ struct SamplingRow {
   std::vector<Candidate> top_k_set;     // top-k rows: the global top-k, Before order
   std::vector<Candidate> top_logprobs;  // the global top num_logprobs raw logits (value = raw)
   // Round 2.
-  double log_sum_exp = 0;  // of the raw logits
+  double log_sum_exp = 0;  // of the raw logits, when needs_log_sum_exp
   uint128 nucleus_total = 0;
   // Rounds 3-4.
   std::vector<Candidate> local_nucleus;
@@ -47,7 +50,7 @@ struct SamplingRow {
 
 // The logprob of a token of raw logit `raw` under the row's unmodified distribution: the one
 // formula for sampled, top and scored (worker/token_scorer.h) tokens, so they agree bitwise.
-// REQUIRES: round 2 unpacked (log_sum_exp set).
+// REQUIRES: needs_log_sum_exp, round 2 unpacked (log_sum_exp set).
 inline float LogprobOf(const SamplingRow& row, float raw) {
   return static_cast<float>(static_cast<double>(raw) - row.log_sum_exp);
 }

@@ -36,6 +36,7 @@ StatusOr<std::vector<PromptTokenLogprob>> ScoreTokens(const float* logits, int64
     rows[r].plan = &plans[r];
     rows[r].params = &plans[r].sampling;
     sampling::PrepareRow(rows[r], logits + r * vocab_shard, vocab_begin, vocab_shard, vocab_size);
+    rows[r].needs_log_sum_exp = true;  // the target's logprob, asked or not
     sampling::PackRound1(rows[r], vocab_begin, vocab_shard, round1);
   }
   ASSIGN_OR_RETURN(const std::vector<float> gathered1, AllGatherPayload(comm, round1));

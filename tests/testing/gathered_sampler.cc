@@ -104,7 +104,7 @@ SequenceResult GatheredSample(const std::vector<float>& logits, const SequencePl
   SequenceResult result;
   result.seq_id = plan.seq_id;
   result.token_id = token;
-  result.logprob = static_cast<float>(static_cast<double>(logits[token]) - log_sum_exp);
+  if (p.num_logprobs > 0) result.logprob = static_cast<float>(static_cast<double>(logits[token]) - log_sum_exp);
   std::vector<int32_t> by_raw;
   for (int32_t i = 0; i < vocab; ++i) {
     if (std::isfinite(logits[i])) by_raw.push_back(i);

@@ -88,6 +88,58 @@ TEST_P(DistributedSamplerTest, ErrorsAreTheSameOnEveryRank) {
   EXPECT_EQ(num_internal.load(), tp);
 }
 
+// Forwards to a rank's communicator and counts its all-gathers (the sampler's rounds).
+class GatherCounter : public Communicator {
+ public:
+  explicit GatherCounter(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Status AllReduceSum(float* data, size_t count) override { return inner_.AllReduceSum(data, count); }
+  Status AllReduceSum(int64_t* data, size_t count) override { return inner_.AllReduceSum(data, count); }
+  Status AllGather(const float* in, size_t count, float* out) override {
+    ++num_gathers;
+    return inner_.AllGather(in, count, out);
+  }
+  Status Broadcast(void* data, size_t bytes, int root) override { return inner_.Broadcast(data, bytes, root); }
+  Status Barrier() override { return inner_.Barrier(); }
+  double collective_seconds() const override { return inner_.collective_seconds(); }
+  int num_gathers = 0;
+
+ private:
+  Communicator& inner_;
+};
+
+// Greedy rows that ask for no logprobs need only round 1 (the argmax): no log-sum-exp, no second
+// all-gather. One row asking for a logprob brings round 2 back for the whole batch, on every rank.
+TEST_P(DistributedSamplerTest, GreedyRowsWithoutLogprobsGatherOnce) {
+  const int tp = GetParam();
+  ThreadGroup group(tp);
+  const int64_t vocab = 103;
+  std::vector<float> logits(2 * vocab);
+  for (int64_t i = 0; i < 2 * vocab; ++i) logits[i] = static_cast<float>((i * 37) % 101) / 10.0f;
+  for (const int32_t num_logprobs : {0, 1}) {
+    SequencePlan greedy, second;
+    second.sampling.num_logprobs = num_logprobs;
+    std::vector<int> gathers(tp);
+    std::vector<float> logprobs(tp);
+    group.Run([&](Communicator& comm) {
+      GatherCounter counter(comm);
+      const int64_t begin = vocab * comm.rank() / tp, end = vocab * (comm.rank() + 1) / tp;
+      std::vector<float> slice(logits.begin() + begin, logits.begin() + end);
+      slice.insert(slice.end(), logits.begin() + vocab + begin, logits.begin() + vocab + end);
+      const auto got = SampleTokens(slice.data(), 2, begin, end - begin, vocab, {&greedy, &second}, counter);
+      gathers[comm.rank()] = got.ok() ? counter.num_gathers : -1;
+      logprobs[comm.rank()] = got.ok() ? (*got)[1].logprob : NAN;
+    });
+    const SequenceResult want = testing::GatheredSample({logits.begin() + vocab, logits.end()}, second);
+    for (int r = 0; r < tp; ++r) {
+      EXPECT_EQ(gathers[r], num_logprobs > 0 ? 2 : 1) << "rank " << r << ", num_logprobs " << num_logprobs;
+      EXPECT_NEAR(logprobs[r], want.logprob, 1e-5) << "rank " << r << ", num_logprobs " << num_logprobs;
+    }
+    EXPECT_EQ(want.logprob < 0.0f, num_logprobs > 0);  // a real logprob exactly when asked
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tp, DistributedSamplerTest, ::testing::Values(2, 3, 4));
 
 }  // namespace

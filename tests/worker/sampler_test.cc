@@ -319,10 +319,12 @@ TEST(SamplerTest, RejectsBadParametersAndLogits) {
 
 TEST(SamplerTest, BiasAndPenaltiesSteerGreedy) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, -1.0f};
-  SequencePlan plan;
+  SequencePlan plan, plain;
   plan.sampling.logit_bias = {{1, -INFINITY}};
   EXPECT_EQ(SampleOne(logits, plan)->token_id, 2);
-  EXPECT_FLOAT_EQ(SampleOne(logits, plan)->logprob, SampleOne(logits, SequencePlan{})->logprob - 1.0f);
+  EXPECT_EQ(SampleOne(logits, plan)->logprob, 0.0f);  // not asked for: no log-sum-exp
+  plan.sampling.num_logprobs = plain.sampling.num_logprobs = 1;
+  EXPECT_FLOAT_EQ(SampleOne(logits, plan)->logprob, SampleOne(logits, plain)->logprob - 1.0f);
   plan.sampling.logit_bias = {{3, 4.5f}};
   EXPECT_EQ(SampleOne(logits, plan)->token_id, 3);
   plan.sampling.logit_bias.clear();
