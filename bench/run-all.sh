@@ -9,9 +9,11 @@
 #  5. the floor: tpserve-bench-naive (generation without a KV cache)
 #  6. serving: bench/serve-sweep.sh (tpserve serve TP 1/2 under tpserve-bench, and llama.cpp's llama-server
 #     under the same load as the peer)
-#  7. every weight type beside llama.cpp at 1 and all threads (bench/types-vs-llama.sh: SmolLM2 requantised
+#  7. the server against the engine alone (bench/serving-vs-engine.sh, TP 1 and 2): one stream's TPOT through
+#     ZeroMQ and the OpenAI gateway beside the engine's batch-1 step, 64 streams beside the engine's prediction
+#  8. every weight type beside llama.cpp at 1 and all threads (bench/types-vs-llama.sh: SmolLM2 requantised
 #     by llama-quantize, pp512 / tg128 of both engines back to back, the bandwidth bound in the same rows)
-#  8. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
+#  9. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
 #     bench/scaling_model.py on this calibration), bench/README.md's tables, the roofline PNG (bench/roofline.py)
 # Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run (~5 minutes: small sizes, one
 # serving point), BENCH_TMP (default /tmp/tpserve-bench), BENCH_RESULTS (default bench/results; elsewhere,
@@ -152,6 +154,18 @@ else
   python3 bench/beam_search.py --build "$build" --rounds 2 --concurrency 1,4 --max-tokens 32 \
     --results "$results/beam_search" | tee "$results/beam_search.md" || echo "beam search bench failed (continuing)"
 fi
+
+step "the server against the engine alone: one stream and 64 streams, ZeroMQ and HTTP"
+for tp in 1 2; do
+  rm -rf "$results/serving_vs_engine_tp$tp"
+  if [ "$quick" = 1 ]; then
+    TP=$tp ROUNDS=1 STREAMS=4 OUTPUT_LEN=16 BUILD="$build" RESULTS="$tmp/serving_vs_engine_tp$tp" \
+      bench/serving-vs-engine.sh || echo "serving vs engine failed (continuing)"
+  else
+    TP=$tp ROUNDS=1 BUILD="$build" RESULTS="$results/serving_vs_engine_tp$tp" bench/serving-vs-engine.sh ||
+      echo "serving vs engine failed (continuing)"
+  fi
+done
 
 step "every weight type beside llama.cpp, 1 and $threads threads"
 for t in 1 "$threads"; do

@@ -3,8 +3,8 @@
 H200 projection of bench/scaling_model.py from this calibration) and bench/README.md.
 
 Reads bench/results/engine_<model>_tp<N>.json (tpserve-bench-engine), llamacpp_<model>.json
-(llama-bench -o json), kernels.txt (the F32 FMA peak), naive.txt (tpserve-bench-naive) and the serving
-sweep's serve_*.json (bench/serve-sweep.sh, tables by bench/loadgen/serve_summary.py). Every figure is
+(llama-bench -o json), kernels.txt (the F32 FMA peak), naive.txt (tpserve-bench-naive),
+serving_vs_engine_tp<N>/serving_vs_engine.md (bench/serving-vs-engine.sh) and the serving sweep's serve_*.json (bench/serve-sweep.sh, tables by bench/loadgen/serve_summary.py). Every figure is
 printed beside its bound or peer measured in the same run, with the ratio.
 calibration.json (read by bench/scaling_model.py):
   bw_fraction      = decode tok/s at batch 1, TP 1 ÷ (STREAM triad ÷ bytes per token), on SmolLM2 Q4_1
@@ -170,6 +170,13 @@ def main():
             continue
         out += ["", f"### Every weight type beside llama.cpp, {threads} thread{'s' if threads > 1 else ''} "
                 "(bench/types-vs-llama.sh)\n", types]
+    for tp in (1, 2):
+        try:
+            with open(os.path.join(RESULTS, f"serving_vs_engine_tp{tp}", "serving_vs_engine.md")) as f:
+                versus = f.read().strip()
+        except OSError:
+            continue
+        out += ["", f"### The server against the engine alone, TP {tp} (bench/serving-vs-engine.sh)\n", versus]
     serving = serving_section(RESULTS)
     if serving:
         out += ["", "### Serving: the real server under tpserve-bench, beside llama.cpp's llama-server "
