@@ -33,19 +33,27 @@ namespace {
 constexpr int64_t kLanes = 16;  // the canonical accumulator width
 
 #if TPSERVE_FIXED_POINT_AVX2
-// Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile).
+// Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile). kHalfPassOutputs: the
+// most outputs of an AVX2 float tile that takes the halves of a chunk one after the other, one accumulator
+// per output beside the tokens' activations and a weight in the 16 ymm registers; measured per type
+// (tpserve-bench-kernels, F32 and F16 576 x 1536 at T=128, 2 threads, GFLOP/s): 12 (4 x 3): F32 84-87,
+// F16 108-114; 8 (4 x 2): F32 71-74, F16 117-125, BF16 96 against 98. The 16-bit types' conversions
+// take the registers and ports that more outputs would need.
 struct Load8F32 {
   static constexpr int kBytes = 4;
+  static constexpr int kHalfPassOutputs = 12;
   static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
 };
 struct Load8F16 {
   static constexpr int kBytes = 2;
+  static constexpr int kHalfPassOutputs = 8;
   static __m256 Load(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
 struct Load8BF16 {
   static constexpr int kBytes = 2;
+  static constexpr int kHalfPassOutputs = 8;
   static __m256 Load(const uint8_t* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
@@ -121,7 +129,9 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(acc[r][t]);
 }
 #elif TPSERVE_FIXED_POINT_AVX2
-// AVX2: the 16 lanes in two 8-lane accumulators; a tail chunk goes through a zero-padded copy.
+// AVX2: the 16 lanes in two 8-lane halves, columns k..k+7 (lo) and k+8..k+15 (hi) of each chunk; a tail
+// chunk goes through a zero-padded copy. One token takes both halves per chunk; several take the halves in
+// two passes (kHalfPassOutputs above).
 using LoadF32 = Load8F32;
 using LoadF16 = Load8F16;
 using LoadBF16 = Load8BF16;
@@ -129,48 +139,70 @@ using LoadBF16 = Load8BF16;
 template <class Loader, int NR, int NT>
 void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols, float* y,
                int64_t y_stride) {
-  if constexpr (NR > 1 && NR * NT > 4) {
-    // Two accumulators per output: more than 4 outputs would spill the 16 ymm registers. Halving
-    // the rows changes which outputs share a loop, never an output's own sequence.
-    FloatTile<Loader, NR / 2, NT>(w, row_bytes, x, x_stride, cols, y, y_stride);
-    FloatTile<Loader, NR / 2, NT>(w + (NR / 2) * row_bytes, row_bytes, x, x_stride, cols, y + NR / 2, y_stride);
+  constexpr int kTokensPerPass = Loader::kHalfPassOutputs / NR;
+  if constexpr (NT > 1 && NT > kTokensPerPass) {
+    // More outputs than accumulators: tokens in groups. Which outputs share a loop changes, never an
+    // output's own sequence.
+    FloatTile<Loader, NR, kTokensPerPass>(w, row_bytes, x, x_stride, cols, y, y_stride);
+    FloatTile<Loader, NR, NT - kTokensPerPass>(w, row_bytes, x + kTokensPerPass * x_stride, x_stride, cols,
+                                               y + kTokensPerPass * y_stride, y_stride);
   } else {
+    // w_at(r): a chunk's first weight byte in row r; x_at(t): its first activation of token t.
     __m256 lo[NR][NT], hi[NR][NT];
     for (int r = 0; r < NR; ++r)
       for (int t = 0; t < NT; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
-    // w_at(r): the chunk's first weight byte in row r; x_at(t): its first activation of token t.
-    auto chunk = [&](auto w_at, auto x_at) {
-      __m256 wlo[NR], whi[NR];
+    alignas(32) uint8_t wtail[NR][kLanes * 4] = {};
+    alignas(32) float xtail[NT][kLanes] = {};
+    const int64_t whole = cols / kLanes * kLanes;
+    if (whole < cols) {
       for (int r = 0; r < NR; ++r) {
-        wlo[r] = Loader::Load(w_at(r));
-        whi[r] = Loader::Load(w_at(r) + 8 * Loader::kBytes);
+        std::memcpy(wtail[r], w + r * row_bytes + whole * Loader::kBytes, (cols - whole) * Loader::kBytes);
       }
       for (int t = 0; t < NT; ++t) {
-        const __m256 xlo = _mm256_loadu_ps(x_at(t));
-        const __m256 xhi = _mm256_loadu_ps(x_at(t) + 8);
-        for (int r = 0; r < NR; ++r) {
-          lo[r][t] = _mm256_fmadd_ps(wlo[r], xlo, lo[r][t]);
-          hi[r][t] = _mm256_fmadd_ps(whi[r], xhi, hi[r][t]);
-        }
+        std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + whole, (cols - whole) * sizeof(float));
       }
-    };
-    const TilePrefetch<256 * Loader::kBytes, NR, false> prefetch(w, row_bytes);
-    int64_t k = 0;
-    for (; k + kLanes <= cols; k += kLanes) {
-      prefetch.At(k);
-      chunk([&](int r) { return w + r * row_bytes + k * Loader::kBytes; },
-            [&](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; });
     }
-    if (k < cols) {
-      const int64_t rest = cols - k;
-      alignas(32) uint8_t wtail[NR][kLanes * 4] = {};
-      alignas(32) float xtail[NT][kLanes] = {};
-      for (int r = 0; r < NR; ++r) std::memcpy(wtail[r], w + r * row_bytes + k * Loader::kBytes, rest * Loader::kBytes);
-      for (int t = 0; t < NT; ++t) {
-        std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + k, rest * sizeof(float));
+    auto w_chunk = [&](int64_t k) { return [=](int r) { return w + r * row_bytes + k * Loader::kBytes; }; };
+    auto x_chunk = [&](int64_t k) {
+      return [=](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; };
+    };
+    auto w_tail = [&](int r) { return static_cast<const uint8_t*>(wtail[r]); };
+    auto x_tail = [&](int t) { return static_cast<const float*>(xtail[t]); };
+    if constexpr (NT == 1) {
+      // One token (decode: the weights stream from memory once): both halves of each chunk in one pass,
+      // two accumulators per output.
+      auto both = [&](auto w_at, auto x_at) {
+        for (int r = 0; r < NR; ++r) {
+          const __m256 wlo = Loader::Load(w_at(r)), whi = Loader::Load(w_at(r) + 8 * Loader::kBytes);
+          lo[r][0] = _mm256_fmadd_ps(wlo, _mm256_loadu_ps(x_at(0)), lo[r][0]);
+          hi[r][0] = _mm256_fmadd_ps(whi, _mm256_loadu_ps(x_at(0) + 8), hi[r][0]);
+        }
+      };
+      const TilePrefetch<256 * Loader::kBytes, NR, false> prefetch(w, row_bytes);
+      for (int64_t k = 0; k < whole; k += kLanes) {
+        prefetch.At(k);
+        both(w_chunk(k), x_chunk(k));
       }
-      chunk([&](int r) { return static_cast<const uint8_t*>(wtail[r]); },
-            [&](int t) { return static_cast<const float*>(xtail[t]); });
+      if (whole < cols) both(w_tail, x_tail);
+    } else {
+      // Several tokens: the halves never meet before the fold, so each takes its own pass over the columns
+      // with one accumulator per output, acc: lo (h = 0) or hi (h = 1). The second pass finds the rows in
+      // cache; the row block is reused by every token tile, so no software prefetch.
+      auto one_half = [&](__m256 (&acc)[NR][NT], int h, auto w_at, auto x_at) {
+        __m256 xv[NT];
+        for (int t = 0; t < NT; ++t) xv[t] = _mm256_loadu_ps(x_at(t) + 8 * h);
+        for (int r = 0; r < NR; ++r) {
+          const __m256 wv = Loader::Load(w_at(r) + 8 * h * Loader::kBytes);
+          for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+      };
+      // Inlined at both calls, so that acc names registers, not memory chosen at run time.
+      auto pass = [&](__m256 (&acc)[NR][NT], int h) __attribute__((always_inline)) {
+        for (int64_t k = 0; k < whole; k += kLanes) one_half(acc, h, w_chunk(k), x_chunk(k));
+        if (whole < cols) one_half(acc, h, w_tail, x_tail);
+      };
+      pass(lo, 0);
+      pass(hi, 1);
     }
     for (int t = 0; t < NT; ++t)
       for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(lo[r][t], hi[r][t]);
