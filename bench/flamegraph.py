@@ -18,36 +18,35 @@ ROW = 16
 FONT = 11
 
 
-def parse(path):
-    root = {"n": 0, "kids": {}}
+def stacks(path):
+    """(stack, samples) of each line of a folded file; the stack is "process;frame;...", root first."""
     with open(path) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
-            if not stack or not count.isdigit():
-                continue
-            n = int(count)
-            node = root
+            if stack and count.isdigit():
+                yield stack, int(count)
+
+
+def parse(path):
+    root = {"n": 0, "kids": {}}
+    for stack, n in stacks(path):
+        node = root
+        node["n"] += n
+        for frame in stack.split(";"):
+            node = node["kids"].setdefault(frame, {"n": 0, "kids": {}})
             node["n"] += n
-            for frame in stack.split(";"):
-                node = node["kids"].setdefault(frame, {"n": 0, "kids": {}})
-                node["n"] += n
     return root
 
 
 def shares(path, frames):
     """{process: share}, {frame: share of stacks holding it}."""
     total, by_process, holding = 0, {}, dict.fromkeys(frames, 0)
-    with open(path) as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            if not stack or not count.isdigit():
-                continue
-            n = int(count)
-            total += n
-            process = stack.split(";", 1)[0]
-            by_process[process] = by_process.get(process, 0) + n
-            for frame in frames:
-                holding[frame] += n if frame in stack else 0
+    for stack, n in stacks(path):
+        total += n
+        process = stack.split(";", 1)[0]
+        by_process[process] = by_process.get(process, 0) + n
+        for frame in frames:
+            holding[frame] += n if frame in stack else 0
     return ({k: v / total for k, v in by_process.items()}, {k: v / total for k, v in holding.items()})
 
 

@@ -22,15 +22,9 @@ PORT=$((20000 + RANDOM % 20000))
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$RESULTS"
 
-"$BUILD/client/tpserve" serve --model "$MODEL" --tp 1 --port "$PORT" --worker-port $((PORT + 1)) \
-  --http-port $((PORT + 2)) >"$RESULTS/server.log" 2>&1 &
-SERVE_PID=$!
-trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null || true' EXIT
-for _ in $(seq 120); do
-  curl -sf "http://127.0.0.1:$((PORT + 2))/health" >/dev/null && break
-  kill -0 $SERVE_PID 2>/dev/null || { cat "$RESULTS/server.log" >&2; exit 1; }
-  sleep 1
-done
+source "$(dirname "$0")/serve-with-gateway.sh"
+trap stop_server EXIT
+serve_with_gateway "$RESULTS/server.log" --model "$MODEL" --tp 1
 
 for round in $(seq "$ROUNDS"); do
   for c in $CONCURRENCIES; do

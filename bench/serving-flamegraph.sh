@@ -28,15 +28,9 @@ command -v perf >/dev/null || { echo "perf not found (Debian: apt-get install li
 mkdir -p "$RESULTS"
 work=$(mktemp -d)
 
-"$BUILD/client/tpserve" serve --model "$MODEL" --tp "$TP" --threads "$THREADS" --port "$PORT" \
-  --worker-port $((PORT + 1)) --http-port $((PORT + 2)) >"$work/server.log" 2>&1 &
-SERVE_PID=$!
-trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 120); do
-  curl -sf "http://127.0.0.1:$((PORT + 2))/health" >/dev/null && break
-  kill -0 $SERVE_PID 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 1
-done
+source bench/serve-with-gateway.sh
+trap 'stop_server; rm -rf "$work"' EXIT
+serve_with_gateway "$work/server.log" --model "$MODEL" --tp "$TP" --threads "$THREADS"
 # The server's processes: the coordinator, the gateway and the ranks (mpirun's children).
 pids=$(pgrep -d, -f "tpserve-(coordinator|http|worker) .*($PORT|$((PORT + 1)))")
 

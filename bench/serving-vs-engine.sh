@@ -31,16 +31,10 @@ rm -f "$RESULTS"/engine_r*.json "$RESULTS"/served_r*.json
 
 # KV for every stream's whole sequence (F32 K and V), with room to spare.
 kv_mb=$((STREAMS * (INPUT_LEN + OUTPUT_LEN + 16) * 48 / 1024 + 64))
-"$BUILD/client/tpserve" serve --model "$MODEL" --tp "$TP" --threads "$THREADS" --port "$PORT" \
-  --worker-port $((PORT + 1)) --http-port $((PORT + 2)) --max-num-seqs "$STREAMS" --kv-memory-mb "$kv_mb" \
-  >"$RESULTS/server.log" 2>&1 &
-SERVE_PID=$!
-trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null || true' EXIT
-for _ in $(seq 120); do
-  curl -sf "http://127.0.0.1:$((PORT + 2))/health" >/dev/null && break
-  kill -0 $SERVE_PID 2>/dev/null || { cat "$RESULTS/server.log" >&2; exit 1; }
-  sleep 1
-done
+source bench/serve-with-gateway.sh
+trap stop_server EXIT
+serve_with_gateway "$RESULTS/server.log" --model "$MODEL" --tp "$TP" --threads "$THREADS" --max-num-seqs "$STREAMS" \
+  --kv-memory-mb "$kv_mb"
 
 for round in $(seq "$ROUNDS"); do
   echo "== round $round: engine, load average $(cut -d' ' -f1 /proc/loadavg)"
