@@ -4,10 +4,9 @@
 //   1. maxima: the raw max (for the log-sum-exp), a NaN/+inf flag, the processed argmax (greedy
 //      rows; the m of min-p and top-p), local top-k and top-logprob candidates. Greedy and top-k
 //      rows are then decided: every rank holds a superset of their allowed set.
-//   2. sums: the raw sum of exp(x - max) (log-sum-exp, double) of rows that need logprobs; for the other
-//      sampling rows either
-//      the local Gumbel winner (no top-p) or the local weight sum of the tokens left after min-p
-//      (top-p, whose nucleus the top-p rounds then find: worker/top_p_rounds.h).
+//   2. sums: the raw sum of exp(x - max) (log-sum-exp, double) of rows that need logprobs; for the
+//      other sampling rows either the local Gumbel winner (no top-p) or the local weight sum of the
+//      tokens left after min-p (top-p, whose nucleus the top-p rounds then find: worker/top_p_rounds.h).
 // Internal to the sampler.
 #pragma once
 
