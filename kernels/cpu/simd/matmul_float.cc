@@ -33,27 +33,19 @@ namespace {
 constexpr int64_t kLanes = 16;  // the canonical accumulator width
 
 #if TPSERVE_FIXED_POINT_AVX2
-// Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile). kHalfPassOutputs: the
-// most outputs of an AVX2 float tile that takes the halves of a chunk one after the other, one accumulator
-// per output beside the tokens' activations and a weight in the 16 ymm registers; measured per type
-// (tpserve-bench-kernels, F32 and F16 576 x 1536 at T=128, 2 threads, GFLOP/s): 12 (4 x 3): F32 84-87,
-// F16 108-114; 8 (4 x 2): F32 71-74, F16 117-125, BF16 96 against 98. The 16-bit types' conversions
-// take the registers and ports that more outputs would need.
+// Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile).
 struct Load8F32 {
   static constexpr int kBytes = 4;
-  static constexpr int kHalfPassOutputs = 12;
   static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
 };
 struct Load8F16 {
   static constexpr int kBytes = 2;
-  static constexpr int kHalfPassOutputs = 8;
   static __m256 Load(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
 struct Load8BF16 {
   static constexpr int kBytes = 2;
-  static constexpr int kHalfPassOutputs = 8;
   static __m256 Load(const uint8_t* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
@@ -131,15 +123,23 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 #elif TPSERVE_FIXED_POINT_AVX2
 // AVX2: the 16 lanes in two 8-lane halves, columns k..k+7 (lo) and k+8..k+15 (hi) of each chunk; a tail
 // chunk goes through a zero-padded copy. One token takes both halves per chunk; several take the halves in
-// two passes (kHalfPassOutputs above).
+// two passes (kHalfPassOutputs).
 using LoadF32 = Load8F32;
 using LoadF16 = Load8F16;
 using LoadBF16 = Load8BF16;
 
+// The most outputs of a tile that takes the halves of a chunk one after the other: one accumulator per
+// output beside the tokens' activations and a weight in the 16 ymm registers. Measured per type
+// (tpserve-bench-kernels, 576 x 1536 at T=128, 2 threads, GFLOP/s): 12 (4 x 3): F32 84-87, F16 108-114;
+// 8 (4 x 2): F32 71-74, F16 117-125, BF16 98 against 96. The 16-bit types' conversions take the registers
+// and ports that more outputs would need.
+template <class Loader>
+constexpr int kHalfPassOutputs = Loader::kBytes == 4 ? 12 : 8;
+
 template <class Loader, int NR, int NT>
 void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols, float* y,
                int64_t y_stride) {
-  constexpr int kTokensPerPass = Loader::kHalfPassOutputs / NR;
+  constexpr int kTokensPerPass = kHalfPassOutputs<Loader> / NR;
   if constexpr (NT > 1 && NT > kTokensPerPass) {
     // More outputs than accumulators: tokens in groups. Which outputs share a loop changes, never an
     // output's own sequence.
