@@ -170,12 +170,13 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
     auto x_tail = [&](int t) { return static_cast<const float*>(xtail[t]); };
     if constexpr (NT == 1) {
       // One token (decode: the weights stream from memory once): both halves of each chunk in one pass,
-      // two accumulators per output.
+      // two accumulators per output. The activations are read per row, as the FMAs' memory operands:
+      // hoisting them into registers took the 4 x 3 + 4 x 1 F32 tiles from 85-89 to 60-77 GFLOP/s.
       auto both = [&](auto w_at, auto x_at) {
-        const __m256 xlo = _mm256_loadu_ps(x_at(0)), xhi = _mm256_loadu_ps(x_at(0) + 8);
         for (int r = 0; r < NR; ++r) {
-          lo[r][0] = _mm256_fmadd_ps(Loader::Load(w_at(r)), xlo, lo[r][0]);
-          hi[r][0] = _mm256_fmadd_ps(Loader::Load(w_at(r) + 8 * Loader::kBytes), xhi, hi[r][0]);
+          const __m256 wlo = Loader::Load(w_at(r)), whi = Loader::Load(w_at(r) + 8 * Loader::kBytes);
+          lo[r][0] = _mm256_fmadd_ps(wlo, _mm256_loadu_ps(x_at(0)), lo[r][0]);
+          hi[r][0] = _mm256_fmadd_ps(whi, _mm256_loadu_ps(x_at(0) + 8), hi[r][0]);
         }
       };
       const TilePrefetch<256 * Loader::kBytes, NR, false> prefetch(w, row_bytes);
