@@ -29,8 +29,8 @@ serve_with_gateway "$RESULTS/server.log" --model "$MODEL" --tp 1
 for round in $(seq "$ROUNDS"); do
   for c in $CONCURRENCIES; do
     for path in zmq http; do
-      if [ "$path" = zmq ]; then url=tcp://127.0.0.1:$PORT; extra=(); salt=0; else
-        url=http://127.0.0.1:$((PORT + 2)); extra=(--vocab-size "$VOCAB"); salt=1; fi
+      gateway_target "$path"
+      salt=$([ "$path" = zmq ] && echo 0 || echo 1)
       echo "== round $round C=$c $path, load average $(cut -d' ' -f1 /proc/loadavg)"
       "$BUILD/bench/tpserve-bench" --server "$url" "${extra[@]}" --num-requests "$NUM_REQUESTS" \
         --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --concurrency "$c" --seed 11 \

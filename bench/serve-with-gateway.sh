@@ -19,6 +19,18 @@ serve_with_gateway() {
   exit 1
 }
 
+# gateway_target zmq|http: sets url (the server's ZeroMQ endpoint or its gateway) and extra (tpserve-bench's
+# options for it: the gateway does not report the vocabulary, VOCAB, default SmolLM2's 49152).
+gateway_target() {
+  if [ "$1" = zmq ]; then
+    url=tcp://127.0.0.1:$PORT
+    extra=()
+  else
+    url=http://127.0.0.1:$((PORT + 2))
+    extra=(--vocab-size "${VOCAB:-49152}")
+  fi
+}
+
 stop_server() {
   kill "$SERVE_PID" 2>/dev/null
   wait "$SERVE_PID" 2>/dev/null || true

@@ -7,7 +7,7 @@
 # the sampler and the step's wire work beside the run's median TPOT and tokens/s.
 # perf adds its own cost to every sample: compare TPOT from bench/serving-vs-engine.sh, not from here.
 # Environment: BUILD (build), MODEL, TP (1), THREADS (per rank; default cores / TP), STREAMS (1), REQUESTS (4),
-#              INPUT_LEN (64), OUTPUT_LEN (128), FREQ (499 Hz), LABEL (serving-tpTP-cSTREAMS),
+#              INPUT_LEN (64), OUTPUT_LEN (128), FREQ (499 Hz), LABEL (serving-tpTP-cSTREAMS), VOCAB (49152),
 #              RESULTS (bench/results/flamegraph).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +37,8 @@ pids=$(pgrep -d, -f "tpserve-(coordinator|http|worker) .*($PORT|$((PORT + 1)))")
 perf record -e cpu-clock -F "$FREQ" --call-graph dwarf,16384 -p "$pids" -o "$work/perf.data" 2>"$work/perf.log" &
 PERF_PID=$!
 for _ in $(seq 100); do [ -s "$work/perf.data" ] && break; sleep 0.1; done  # perf has attached
-"$BUILD/bench/tpserve-bench" --server "http://127.0.0.1:$((PORT + 2))" --vocab-size 49152 --num-requests "$REQUESTS" \
+gateway_target http
+"$BUILD/bench/tpserve-bench" --server "$url" "${extra[@]}" --num-requests "$REQUESTS" \
   --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --concurrency "$STREAMS" --seed 7 --progress-every 100000 \
   --label "$LABEL" | grep -E "Median TPOT|Output token throughput|Failed"
 kill -INT $PERF_PID

@@ -29,7 +29,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$RESULTS"
 rm -f "$RESULTS"/engine_r*.json "$RESULTS"/served_r*.json
 
-# KV for every stream's whole sequence (F32 K and V), with room to spare.
+# KV for every stream's whole sequence with room to spare: 48 KB per token covers SmolLM2's F32 K and V (46 KB).
 kv_mb=$((STREAMS * (INPUT_LEN + OUTPUT_LEN + 16) * 48 / 1024 + 64))
 source bench/serve-with-gateway.sh
 trap stop_server EXIT
@@ -44,8 +44,8 @@ for round in $(seq "$ROUNDS"); do
   for c in 1 "$STREAMS"; do
     n=$((c == 1 ? 3 : 2 * c))
     for path in zmq http; do
-      if [ "$path" = zmq ]; then url=tcp://127.0.0.1:$PORT; extra=(); salt=0; else
-        url=http://127.0.0.1:$((PORT + 2)); extra=(--vocab-size "$VOCAB"); salt=1; fi
+      gateway_target "$path"
+      salt=$([ "$path" = zmq ] && echo 0 || echo 1)
       echo "== round $round: $c stream(s) through $path, load average $(cut -d' ' -f1 /proc/loadavg)"
       "$BUILD/bench/tpserve-bench" --server "$url" "${extra[@]}" --num-requests "$n" --input-len "$INPUT_LEN" \
         --output-len "$OUTPUT_LEN" --concurrency "$c" --seed 7 --token-salt $((round * 1000 + c * 10 + salt)) \
