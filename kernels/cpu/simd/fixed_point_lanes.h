@@ -1,5 +1,5 @@
 // Internal to the fixed-point matmul tiles (kernels/cpu/matmul_fixed_point.h): the rounding of
-// scaled f32 terms to int64 (one, four at a time), and the float tiles' int64 lanes of two outputs.
+// scaled f32 terms to int64 (one, four at a time), and the float tiles' int64 totals of eight outputs.
 // Every path rounds to nearest, ties to even, so AVX-512, AVX2 and portable builds add the same
 // integers (the AVX2 magic-number rounding is exact below 2^51, far above kFixedPointMaxMagnitude · 2^32
 // = 2^50; tests/kernels/isa_equality_test.cc compares the three). Integer sums are order-free. Sums wrap instead of overflowing (only possible outside the documented range).
@@ -40,26 +40,32 @@ inline __m256i RoundToFixed4(__m128 terms) {
 #endif
 }
 
-// The int64 lanes of two outputs of the float tiles, fed each output's eight f32 chunk products at a
-// time: products i and i + 4 are added in f32, and the four sums of each output rounded into its four
-// lanes. Two outputs share one conversion (the costly step: about 1 ns per instruction on Zen 4,
-// whatever its width).
-class FixedPair {
+// RNE(s · 2^32) of four unscaled terms: the f64 fma scales exactly and rounds once against the magic
+// number (as RoundToFixed4).
+inline __m256i ScaleToFixed4(__m128 terms) {
+  const __m256d magic = _mm256_set1_pd(0x1.8p52);
+  const __m256d shifted = _mm256_fmadd_pd(_mm256_cvtps_pd(terms), _mm256_set1_pd(0x1p32), magic);
+  return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
+}
+
+// The int64 totals of up to eight outputs of the float tiles, fed each chunk's sums S of the eight
+// (lane o: output o) unscaled: output o adds RNE(S · 2^32). The eight share one conversion (the costly
+// step on AVX2, which has no f32 → int64 instruction). Scaling by 2^32 is exact in f32 and f64 alike.
+class FixedOctet {
  public:
-  void Add(__m256 a, __m256 b) {
-    const __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  void Add(__m256 sums) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-    lanes_ = _mm512_add_epi64(lanes_, _mm512_cvt_roundps_epi64(sums, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256 scaled = _mm256_mul_ps(sums, _mm256_set1_ps(0x1p32f));
+    lanes_ = _mm512_add_epi64(lanes_, _mm512_cvt_roundps_epi64(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #else
-    lanes_[0] = _mm256_add_epi64(lanes_[0], RoundToFixed4(_mm256_castps256_ps128(sums)));
-    lanes_[1] = _mm256_add_epi64(lanes_[1], RoundToFixed4(_mm256_extractf128_ps(sums, 1)));
+    lanes_[0] = _mm256_add_epi64(lanes_[0], ScaleToFixed4(_mm256_castps256_ps128(sums)));
+    lanes_[1] = _mm256_add_epi64(lanes_[1], ScaleToFixed4(_mm256_extractf128_ps(sums, 1)));
 #endif
   }
-  int64_t Sum(int which) const {  // 0: output a, 1: output b
+  int64_t Total(int o) const {
     alignas(64) int64_t v[8];
     std::memcpy(v, &lanes_, sizeof v);
-    const int64_t* l = v + 4 * which;
-    return WrapAdd(WrapAdd(l[0], l[1]), WrapAdd(l[2], l[3]));
+    return v[o];
   }
 
  private:
