@@ -103,7 +103,7 @@ void IdleTest(MpiCommunicator& comm) {
 
 int Main(int argc, char** argv) {
   size_t min_bytes = 4096, max_bytes = size_t{64} << 20;
-  bool spin = false, idle = false;
+  bool spin = false, idle = false, mpi_only = false;
   WaitPolicy policy;
   int64_t spin_us = policy.spin.count(), max_sleep_us = policy.max_sleep.count();
   CommandLine app("tpserve-bench-allreduce: all-reduce latency and bus bandwidth through MpiCommunicator "
@@ -119,6 +119,7 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--spin", spin, "wait by spinning only");
   app.add_flag("--idle", idle, "also measure what waiting ranks burn while rank 0 computes");
+  app.add_flag("--mpi-only", mpi_only, "sum through MPI_Iallreduce even where the ranks share a host");
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   policy.spin = std::chrono::microseconds(spin_us);
   policy.max_sleep = std::chrono::microseconds(max_sleep_us);
@@ -126,17 +127,19 @@ int Main(int argc, char** argv) {
   options.wait = policy;
   options.wait.always_spin = spin;
   options.deadline = std::chrono::milliseconds(120000);
+  if (mpi_only) options.shared_memory_slot_bytes = 0;
   auto created = MpiCommunicator::Create(MPI_COMM_WORLD, options);
   Check(created.status());
   MpiCommunicator& comm = **created;
   const int n = comm.size();
   const double memcpy_bw = MemcpyBandwidth();
   if (comm.rank() == 0) {
+    const char* path = comm.shared_memory() ? "shared memory" : "MPI";
     if (spin) {
-      std::printf("all-reduce (sum, float32) through MPI, %d ranks, wait policy: spin\n", n);
+      std::printf("all-reduce (sum, float32) through %s, %d ranks, wait policy: spin\n", path, n);
     } else {
-      std::printf("all-reduce (sum, float32) through MPI, %d ranks, wait policy: spin %lld us, then sleeps %lld..%lld us\n",
-                  n, static_cast<long long>(policy.spin.count()), static_cast<long long>(policy.min_sleep.count()),
+      std::printf("all-reduce (sum, float32) through %s, %d ranks, wait policy: spin %lld us, then sleeps %lld..%lld us\n",
+                  path, n, static_cast<long long>(policy.spin.count()), static_cast<long long>(policy.min_sleep.count()),
                   static_cast<long long>(policy.max_sleep.count()));
     }
     std::printf("memcpy bandwidth measured on rank 0: %.2f GB/s (read+write) -- the one-host ceiling\n",

@@ -22,7 +22,8 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm
   int rank = 0, size = 0;
   MPI_CHECK(MPI_Comm_rank(dup, &rank));
   MPI_CHECK(MPI_Comm_size(dup, &size));
-  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(dup, rank, size, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ShmAllReduce> shm, ShmAllReduce::Create(dup, options.shared_memory_slot_bytes));
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(dup, rank, size, options, std::move(shm)));
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -43,23 +44,27 @@ Status MpiCommunicator::Finish(MPI_Request* request, const char* what,
   return status;
 }
 
-Status MpiCommunicator::AllReduceSum(float* data, size_t count) {
-  return AllReduceSumOf(data, count, MPI_FLOAT, sizeof(float));
-}
+Status MpiCommunicator::AllReduceSum(float* data, size_t count) { return AllReduceSumOf(data, count, MPI_FLOAT); }
 
 Status MpiCommunicator::AllReduceSum(int64_t* data, size_t count) {
-  return AllReduceSumOf(data, count, MPI_INT64_T, sizeof(int64_t));
+  return AllReduceSumOf(data, count, MPI_INT64_T);
 }
 
-Status MpiCommunicator::AllReduceSumOf(void* data, size_t count, MPI_Datatype type, size_t elem_bytes) {
+template <class T>
+Status MpiCommunicator::AllReduceSumOf(T* data, size_t count, MPI_Datatype type) {
   RETURN_IF_ERROR(broken_);
   if (size_ == 1) return OkStatus();
   const SteadyClock::time_point start = SteadyClock::now();
+  if (shm_ != nullptr) {
+    Status status = shm_->Sum(data, count, options_.wait, start + options_.deadline);
+    collective_seconds_ += std::chrono::duration<double>(SteadyClock::now() - start).count();
+    if (!status.ok()) broken_ = status;
+    return status;
+  }
   for (size_t offset = 0; offset < count; offset += kMaxChunk) {
     const int n = static_cast<int>(std::min(kMaxChunk, count - offset));
     MPI_Request request;
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + offset * elem_bytes, n, type, MPI_SUM, comm_,
-                             &request));
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data + offset, n, type, MPI_SUM, comm_, &request));
     RETURN_IF_ERROR(Finish(&request, "MPI all-reduce", options_.deadline, true, start));
   }
   return OkStatus();

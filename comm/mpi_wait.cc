@@ -16,14 +16,13 @@ Status MpiError(const char* what, int rc, const char* file, int line) {
                      std::string(text, static_cast<size_t>(length)));
 }
 
-Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
-                      std::optional<SteadyClock::time_point> deadline, const char* what) {
+Status WaitUntil(const std::function<StatusOr<bool>()>& done, const WaitPolicy& policy,
+                 std::optional<SteadyClock::time_point> deadline, const char* what) {
   const SteadyClock::time_point start = SteadyClock::now();
   std::chrono::microseconds sleep = policy.min_sleep;
   for (;;) {
-    int done = 0;
-    MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-    if (done) return OkStatus();
+    ASSIGN_OR_RETURN(const bool finished, done());
+    if (finished) return OkStatus();
     if (policy.liveness != nullptr) RETURN_IF_ERROR(policy.liveness->Check());
     const SteadyClock::time_point now = SteadyClock::now();
     if (deadline && now >= *deadline) {
@@ -43,6 +42,17 @@ Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
     std::this_thread::sleep_for(nap);
     sleep = std::min(sleep * 2, policy.max_sleep);
   }
+}
+
+Status WaitForRequest(MPI_Request* request, const WaitPolicy& policy,
+                      std::optional<SteadyClock::time_point> deadline, const char* what) {
+  return WaitUntil(
+      [request]() -> StatusOr<bool> {
+        int done = 0;
+        MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      policy, deadline, what);
 }
 
 }  // namespace tpserve

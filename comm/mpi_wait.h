@@ -1,4 +1,5 @@
-// Waiting for a non-blocking MPI request without burning a core: MPI_Test polled with sched_yield
+// Waiting for a non-blocking MPI request (or any condition: WaitUntil) without burning a core: MPI_Test
+// polled with sched_yield
 // for `spin`, then with sleeps that double from min_sleep to max_sleep, until the request completes
 // or a deadline passes. Open MPI otherwise busy-polls inside blocking calls without yielding, and on
 // machines where ranks share cores with the coordinator and each other, a rank that holds its core
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include <mpi.h>
@@ -43,6 +45,11 @@ struct WaitPolicy {
 };
 
 using SteadyClock = std::chrono::steady_clock;
+
+// Polls `done` under `policy` until it returns true. DEADLINE_EXCEEDED naming `what` if `deadline`
+// passes first; UNAVAILABLE if policy.liveness reports a peer gone; done's own error at once.
+Status WaitUntil(const std::function<StatusOr<bool>()>& done, const WaitPolicy& policy,
+                 std::optional<SteadyClock::time_point> deadline, const char* what);
 
 // Completes `*request`. DEADLINE_EXCEEDED naming `what` if `deadline` passes first (the request is
 // then left pending and the communicator that issued it must be considered broken);

@@ -1,5 +1,6 @@
 // MpiCommunicator collectives at any group size, against sums computed locally from every rank's
 // (seeded, hence reproducible) inputs; and the deadline when a peer never joins.
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -21,9 +22,11 @@ std::vector<float> RankInput(int rank, size_t count, int salt) {
   return values;
 }
 
-std::unique_ptr<MpiCommunicator> MakeComm(std::chrono::milliseconds deadline = std::chrono::milliseconds(30000)) {
+std::unique_ptr<MpiCommunicator> MakeComm(std::chrono::milliseconds deadline = std::chrono::milliseconds(30000),
+                                          size_t slot_bytes = MpiCommunicatorOptions().shared_memory_slot_bytes) {
   MpiCommunicatorOptions options;
   options.deadline = deadline;
+  options.shared_memory_slot_bytes = slot_bytes;
   auto comm = MpiCommunicator::Create(MPI_COMM_WORLD, options);
   CHECK(comm.ok()) << comm.status().ToString();
   return std::move(comm).value();
@@ -83,6 +86,43 @@ TEST(MpiCommunicatorTest, AllReduceSumMatchesLocalSumAndIsIdenticalOnEveryRank) 
     }
   }
   EXPECT_GT(comm->collective_seconds(), 0.0);
+}
+
+// These tests run every rank on one host, so sums go through shared memory unless it is turned off.
+TEST(MpiCommunicatorTest, SumsGoThroughSharedMemoryOnOneHost) {
+  EXPECT_EQ(MakeComm()->shared_memory(), MakeComm()->size() > 1);
+  EXPECT_FALSE(MakeComm(std::chrono::milliseconds(30000), 0)->shared_memory());
+}
+
+// The shared-memory sums, in one round and in many (a 4 KiB slot): float sums are the left fold of the
+// ranks' values in rank order, bit for bit on every rank; int64 sums are exact and wrap.
+TEST(MpiCommunicatorTest, SharedMemorySumsFoldInRankOrderInEveryRoundSize) {
+  for (size_t slot_bytes : {size_t{4096}, MpiCommunicatorOptions().shared_memory_slot_bytes}) {
+    auto comm = MakeComm(std::chrono::milliseconds(30000), slot_bytes);
+    ASSERT_EQ(comm->shared_memory(), comm->size() > 1);
+    for (size_t count : {size_t{1}, size_t{1023}, size_t{1025}, size_t{300007}}) {
+      std::vector<float> data = RankInput(comm->rank(), count, 5);
+      std::vector<float> fold = RankInput(0, count, 5);
+      for (int r = 1; r < comm->size(); ++r) {
+        const std::vector<float> in = RankInput(r, count, 5);
+        for (size_t i = 0; i < count; ++i) fold[i] += in[i];
+      }
+      ASSERT_TRUE(comm->AllReduceSum(data.data(), count).ok());
+      ASSERT_EQ(0, std::memcmp(data.data(), fold.data(), count * sizeof(float)))
+          << "slot " << slot_bytes << " count " << count;
+
+      std::vector<int64_t> ints(count), expected(count, 0);
+      for (int r = 0; r < comm->size(); ++r) {
+        for (size_t i = 0; i < count; ++i) {
+          const int64_t v = (r % 2 ? INT64_MAX - static_cast<int64_t>(i) : -static_cast<int64_t>(i * 977)) + r;
+          if (r == comm->rank()) ints[i] = v;
+          expected[i] = static_cast<int64_t>(static_cast<uint64_t>(expected[i]) + static_cast<uint64_t>(v));
+        }
+      }
+      ASSERT_TRUE(comm->AllReduceSum(ints.data(), count).ok());
+      ASSERT_EQ(ints, expected) << "slot " << slot_bytes << " count " << count;
+    }
+  }
 }
 
 TEST(MpiCommunicatorTest, AllGatherConcatenatesInRankOrder) {
