@@ -12,6 +12,7 @@ Status RunGroup(const MakeExecutorFunction& make_executor, const LeadFunction& l
   ASSIGN_OR_RETURN(std::unique_ptr<GroupHeartbeat> heartbeat, GroupHeartbeat::Start(MPI_COMM_WORLD, options.heartbeat));
   options.collectives.wait.liveness = heartbeat.get();
   options.control.wait.liveness = heartbeat.get();
+  options.control.shared_memory_slot_bytes = 0;  // plans and flags only: no sums worth a segment
   ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> model_comm,
                    MpiCommunicator::Create(MPI_COMM_WORLD, options.collectives));
   ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> control, MpiCommunicator::Create(MPI_COMM_WORLD, options.control));
