@@ -1,8 +1,8 @@
 // ShmAllReduce: the all-reduce of a group whose ranks all run on one host, through a POSIX shared-memory
 // segment instead of MPI's point-to-point messages. Open MPI's non-blocking MPI_Iallreduce (libnbc,
 // progressed only by our MPI_Test polls) moves 1.5 GB/s between two ranks of one host, a tenth of a
-// memcpy, which made a decode step's 60 all-reduces cost TP 2 up to 18 % of its step
-// (bench/README.md, "A shared-memory all-reduce").
+// memcpy, which made a decode step's 60 all-reduces cost TP 2 17-21 % of its step (bench/README.md,
+// "Fixed-point float tiles: one term per chunk, and a shared-memory all-reduce").
 //
 // Each rank owns one slot: a header (two sequence numbers) and `slot_bytes` of data. A sum of up to
 // slot_bytes is one round: wait until every rank has finished reading the previous round's slots, copy
