@@ -114,7 +114,7 @@ TEST(MpiCommunicatorTest, SharedMemorySumsFoldInRankOrderInEveryRoundSize) {
       std::vector<int64_t> ints(count), expected(count, 0);
       for (int r = 0; r < comm->size(); ++r) {
         for (size_t i = 0; i < count; ++i) {
-          const int64_t v = (r % 2 ? INT64_MAX - static_cast<int64_t>(i) : -static_cast<int64_t>(i * 977)) + r;
+          const int64_t v = r % 2 ? INT64_MAX - static_cast<int64_t>(i) - r : r - static_cast<int64_t>(i * 977);
           if (r == comm->rank()) ints[i] = v;
           expected[i] = static_cast<int64_t>(static_cast<uint64_t>(expected[i]) + static_cast<uint64_t>(v));
         }
