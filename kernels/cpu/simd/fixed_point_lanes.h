@@ -28,24 +28,20 @@ inline int64_t WrapAdd(int64_t a, int64_t b) {
 }
 
 #if TPSERVE_FIXED_POINT_AVX2
-// Four scaled terms → four int64, nearest even (the default MXCSR mode). AVX2 has no f32 → int64
-// conversion: it widens to f64 and adds 1.5·2^52, which rounds into the low mantissa bits for |v| < 2^51.
-inline __m256i RoundToFixed4(__m128 terms) {
+// Four terms times `scale` (1 or a power of two: exact) → four int64, nearest even (the default MXCSR
+// mode). AVX2 has no f32 → int64 conversion: it widens to f64 and adds 1.5·2^52 (an fma where there is a
+// scale), which rounds into the low mantissa bits for |v| < 2^51.
+inline __m256i RoundToFixed4(__m128 terms, double scale = 1.0) {
 #if defined(__AVX512DQ__) && defined(__AVX512VL__)
+  if (scale != 1.0) terms = _mm_mul_ps(terms, _mm_set1_ps(static_cast<float>(scale)));
   return _mm256_cvtps_epi64(terms);
 #else
   const __m256d magic = _mm256_set1_pd(0x1.8p52);
-  const __m256d shifted = _mm256_add_pd(_mm256_cvtps_pd(terms), magic);
+  const __m256d wide = _mm256_cvtps_pd(terms);
+  const __m256d shifted =
+      scale == 1.0 ? _mm256_add_pd(wide, magic) : _mm256_fmadd_pd(wide, _mm256_set1_pd(scale), magic);
   return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
 #endif
-}
-
-// RNE(s · 2^32) of four unscaled terms: the f64 fma scales exactly and rounds once against the magic
-// number (as RoundToFixed4).
-inline __m256i ScaleToFixed4(__m128 terms) {
-  const __m256d magic = _mm256_set1_pd(0x1.8p52);
-  const __m256d shifted = _mm256_fmadd_pd(_mm256_cvtps_pd(terms), _mm256_set1_pd(0x1p32), magic);
-  return _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
 }
 
 // The int64 totals of up to eight outputs of the float tiles, fed each chunk's sums S of the eight
@@ -58,8 +54,8 @@ class FixedOctet {
     const __m256 scaled = _mm256_mul_ps(sums, _mm256_set1_ps(0x1p32f));
     lanes_ = _mm512_add_epi64(lanes_, _mm512_cvt_roundps_epi64(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #else
-    lanes_[0] = _mm256_add_epi64(lanes_[0], ScaleToFixed4(_mm256_castps256_ps128(sums)));
-    lanes_[1] = _mm256_add_epi64(lanes_[1], ScaleToFixed4(_mm256_extractf128_ps(sums, 1)));
+    lanes_[0] = _mm256_add_epi64(lanes_[0], RoundToFixed4(_mm256_castps256_ps128(sums), 0x1p32));
+    lanes_[1] = _mm256_add_epi64(lanes_[1], RoundToFixed4(_mm256_extractf128_ps(sums, 1), 0x1p32));
 #endif
   }
   int64_t Total(int o) const {
