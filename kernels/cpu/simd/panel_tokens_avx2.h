@@ -1,10 +1,10 @@
 // Internal to quant_panel.h, the AVX2 level: the passes of tokens over an unpacked panel
 // (quant_panel_block.h), a field of 8 rows in one ymm, the panel's two row halves one after the other.
-// AVX2 has no VNNI: group g's lane of 8 rows is maddubs (the token's 4 shifted activations, broadcast,
-// as u8 × the rows' values as s8) then madd with ones, plus the correction. No int16 pair saturates where
-// |w| <= 32 (2 · 255 · 32 < 2^15): every type but Q8_0, which keeps the tiles here (its blocks need no
-// unpacking, and with the sign trick it would need its panels measured slower than the tiles: bench/README.md,
-// "Four-row decode and panels on AVX2").
+// AVX2 has no VNNI: group g's 8 rows are maddubs (the token's 4 shifted activations, broadcast, as u8 ×
+// the rows' values as s8) into int16 pairs; a run of groups adds its pairs in int16 (no sum can leave
+// int16: kRunGroups) before one madd with ones widens it to int32, plus the correction −128 · Σ w.
+// Q8_0 (|w| up to 127) would saturate a single pair and keeps the tiles here (its blocks need no
+// unpacking).
 #pragma once
 
 #include <algorithm>
@@ -21,13 +21,36 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// Which types take panels for the float (MatMul) and the fixed-point sums. The float sums of the
-// half-scale types (Q2_K, Q3_K, Q6_K) keep the tiles too: with 8 accumulators and the scales in registers
-// their panels measured slower than the tiles, while their fixed-point panels measured 1.5x faster.
+// Which types take panels, for the float (MatMul) and the fixed-point sums.
 template <class Out>
 constexpr bool HasPanel(DType type) {
-  return type != DType::kQ8_0 && (!std::is_same_v<Out, float> || !HasHalfScales(type));
+  return type != DType::kQ8_0;
 }
+
+// The largest |w| of a type's values as the panel holds them (signed, after any bias).
+constexpr int MaxAbsValue(DType type) {
+  switch (type) {
+    case DType::kQ4_0: return 8;
+    case DType::kQ4_1: case DType::kQ4_K: return 15;
+    case DType::kQ5_0: return 16;
+    case DType::kQ5_1: case DType::kQ5_K: return 31;
+    case DType::kQ2_K: return 3;
+    case DType::kQ3_K: return 4;
+    case DType::kQ6_K: return 32;
+    default: return 128;
+  }
+}
+
+// Groups whose maddubs pairs add up in int16: each pair is at most 2 · 255 · max|w| in magnitude, so
+// k of them stay within 32767 while k · 510 · max|w| does (Q4_0: 8, Q4_1 and Q5_0: 4, Q5_1 and Q6_K: 2).
+// A power of two dividing the block's 8 groups, and at most a half's 4 for the half-scale types, whose
+// halves are scaled apart.
+template <DType kType>
+constexpr int kRunGroups = [] {
+  int k = HasHalfScales(kType) ? 4 : 8;
+  while (k > 1 && k * 510 * MaxAbsValue(kType) > 32767) k /= 2;
+  return k;
+}();
 
 // Rows 8·half..8·half+7 of a panel field.
 inline __m256i Rows8(const int32_t* field, int half) {
@@ -37,11 +60,6 @@ inline __m256i Rows8(const int8_t* field, int half) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(field + 32 * half));
 }
 inline __m256 Rows8(const float* field, int half) { return _mm256_load_ps(field + 8 * half); }
-
-// Group g's Σ (a + 128) · w of 8 rows over its 4 values (the caller adds the correction −128 · Σ w).
-inline __m256i GroupDot(const PanelActivation& a, int g, __m256i q) {
-  return DotU8S8(_mm256_set1_epi32(ActivationBytes(a, g)), q);
-}
 
 // Rows [8·half, num_rows) of the half's 8 results in v, at most 8, to y.
 template <class T, class V>
@@ -53,108 +71,113 @@ inline void StoreRows(const V& v, int half, int num_rows, T* y) {
   std::memcpy(y + 8 * half, lanes, n * sizeof(T));
 }
 
-// MatMul's sums of NT tokens over each row half of the panel: acc[t][g] is lane g of its 8 rows.
+// Block pb's exact totals T_b of the half's 8 rows against each of NT tokens (and Q2_K's M_b).
 template <DType kType, int NT>
-void FloatPanelTokens(const PanelBlock* blocks, int64_t num_blocks, const BlockQ8Act* const (&x)[NT],
-                      int num_rows, float* const (&y)[NT]) {
-  constexpr MinKind kMin = MinKindOf(kType);
-  for (int half = 0; 8 * half < num_rows; ++half) {
-    __m256 acc[NT][8], acc_min[NT];
-    for (int t = 0; t < NT; ++t) {
-      for (int g = 0; g < 8; ++g) acc[t][g] = _mm256_setzero_ps();
-      acc_min[t] = _mm256_setzero_ps();
+inline void HalfTotals(const PanelBlock& pb, int half, const PanelActivation* const (&a)[NT], int64_t b,
+                       __m256i (&total)[NT], __m256i (&min_total)[NT]) {
+  constexpr int kRun = kRunGroups<kType>;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i sums[NT][2];  // per half of the block (the half-scale types), else all in [0]
+  for (int t = 0; t < NT; ++t) {
+    if constexpr (HasHalfScales(kType)) {
+      sums[t][0] = Rows8(pb.half_corr[0], half);
+      sums[t][1] = Rows8(pb.half_corr[1], half);
+    } else {
+      sums[t][0] = Rows8(pb.corr, half);
     }
-    for (int64_t b = 0; b < num_blocks; ++b) {
-      const PanelBlock& pb = blocks[b];
-      PanelActivation a[NT];
-      __m256 scale[NT], min_scale[NT];
-      for (int t = 0; t < NT; ++t) {
-        ReadActivation<kType>(x[t][b], &a[t]);
-        scale[t] = _mm256_mul_ps(Rows8(pb.d, half), _mm256_set1_ps(x[t][b].d));
-        if constexpr (kMin == MinKind::kHalves) {
-          min_scale[t] = _mm256_mul_ps(Rows8(pb.neg_dmin, half), _mm256_set1_ps(x[t][b].d));
-        }
-      }
+  }
 #pragma GCC unroll 8
-      for (int g = 0; g < 8; ++g) {
-        const __m256i q = Rows8(pb.q[g], half), corr = Rows8(pb.corr[g], half);
-        for (int t = 0; t < NT; ++t) {
-          __m256i dot = _mm256_add_epi32(GroupDot(a[t], g, q), corr);
-          if constexpr (HasHalfScales(kType)) dot = _mm256_mullo_epi32(dot, Rows8(pb.scale[g / 4], half));
-          acc[t][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale[t], acc[t][g]);
-          if constexpr (kMin == MinKind::kHalves) {
-            const __m256i min_lanes =
-                _mm256_mullo_epi32(_mm256_set1_epi32(a[t].sums[g]), Rows8(pb.min[g / 4], half));
-            acc[t][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_lanes), min_scale[t], acc[t][g]);
-          }
-        }
-      }
-      if constexpr (kMin == MinKind::kOffset) {
-        for (int t = 0; t < NT; ++t) {
-          acc_min[t] = _mm256_add_ps(acc_min[t], _mm256_mul_ps(Rows8(pb.m, half), _mm256_set1_ps(x[t][b].sum)));
-        }
+  for (int g0 = 0; g0 < 8; g0 += kRun) {
+    __m256i run[NT];
+#pragma GCC unroll 8
+    for (int g = g0; g < g0 + kRun; ++g) {
+      const __m256i q = Rows8(pb.q[g], half);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi32(ActivationBytes(a[t][b], g)), q);
+        run[t] = g == g0 ? pairs : _mm256_add_epi16(run[t], pairs);
       }
     }
-    for (int t = 0; t < NT; ++t) {
-      __m256 s[4];
-      for (int i = 0; i < 4; ++i) s[i] = _mm256_add_ps(acc[t][i], acc[t][i + 4]);
-      const __m256 folded = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3]));
-      StoreRows(_mm256_add_ps(folded, acc_min[t]), half, num_rows, y[t]);
+    const int h = HasHalfScales(kType) ? g0 / 4 : 0;
+    for (int t = 0; t < NT; ++t) sums[t][h] = _mm256_add_epi32(sums[t][h], _mm256_madd_epi16(run[t], ones));
+  }
+  for (int t = 0; t < NT; ++t) {
+    if constexpr (HasHalfScales(kType)) {
+      total[t] = _mm256_add_epi32(_mm256_mullo_epi32(sums[t][0], Rows8(pb.scale[0], half)),
+                                  _mm256_mullo_epi32(sums[t][1], Rows8(pb.scale[1], half)));
+    } else {
+      total[t] = sums[t][0];
+    }
+    if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+      const PanelActivation& at = a[t][b];
+      min_total[t] = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(at.half_sums[0]), Rows8(pb.min[0], half)),
+                                      _mm256_mullo_epi32(_mm256_set1_epi32(at.half_sums[1]), Rows8(pb.min[1], half)));
     }
   }
 }
 
-// MatMulFixedPoint's sums of NT tokens over each row half: per block the 8 rows' exact totals, their
-// terms, rounded into int64 rows 0..3 and 4..7 of the half.
+// MatMul's sums of one row half: per token the f32 accumulator and the offset sum beside it.
 template <DType kType, int NT>
-void FixedPanelTokens(const PanelBlock* blocks, int64_t num_blocks, const BlockQ8Act* const (&x)[NT],
-                      int num_rows, int64_t* const (&y)[NT]) {
-  constexpr MinKind kMin = MinKindOf(kType);
-  for (int half = 0; 8 * half < num_rows; ++half) {
-    __m256i acc[NT][2];
+struct FloatPanelSums {
+  FloatPanelSums() {
+    for (int t = 0; t < NT; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
+  }
+  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const BlockQ8Act& xa) {
+    const __m256 ad = _mm256_set1_ps(xa.d);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(Rows8(pb.d, half), ad), acc[t]);
+    if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_total), _mm256_mul_ps(Rows8(pb.neg_dmin, half), ad), acc[t]);
+    }
+    if constexpr (MinKindOf(kType) == MinKind::kOffset) {
+      acc_min[t] = _mm256_add_ps(acc_min[t], _mm256_mul_ps(Rows8(pb.m, half), _mm256_set1_ps(xa.sum)));
+    }
+  }
+  void Store(int t, int half, int num_rows, float* y) const {
+    StoreRows(_mm256_add_ps(acc[t], acc_min[t]), half, num_rows, y);
+  }
+  __m256 acc[NT], acc_min[NT];
+};
+
+// MatMulFixedPoint's sums of one row half: per token and block the 8 rows' terms, rounded into int64
+// rows 0..3 and 4..7 of the half.
+template <DType kType, int NT>
+struct FixedPanelSums {
+  FixedPanelSums() {
     for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_si256();
+  }
+  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const BlockQ8Act& xa) {
+    __m256 terms = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(Rows8(pb.d, half), _mm256_set1_ps(xa.d)));
+    if constexpr (MinKindOf(kType) == MinKind::kOffset) {
+      terms = _mm256_add_ps(terms, _mm256_mul_ps(Rows8(pb.m, half), _mm256_set1_ps(xa.sum)));
+    }
+    if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+      terms = _mm256_add_ps(terms, _mm256_mul_ps(_mm256_cvtepi32_ps(min_total),
+                                                 _mm256_mul_ps(Rows8(pb.neg_dmin, half), _mm256_set1_ps(xa.d))));
+    }
+    acc[t][0] = _mm256_add_epi64(acc[t][0], RoundToFixed4(_mm256_castps256_ps128(terms)));
+    acc[t][1] = _mm256_add_epi64(acc[t][1], RoundToFixed4(_mm256_extractf128_ps(terms, 1)));
+  }
+  void Store(int t, int half, int num_rows, int64_t* y) const { StoreRows(acc[t], half, num_rows, y); }
+  __m256i acc[NT][2];
+};
+
+// NT tokens over each row half of the panel, block after block.
+template <DType kType, class Sums, int NT, class Out>
+void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivation* const (&a)[NT],
+               const BlockQ8Act* const (&x)[NT], int num_rows, Out* const (&y)[NT]) {
+  for (int half = 0; 8 * half < num_rows; ++half) {
+    Sums sums;
     for (int64_t b = 0; b < num_blocks; ++b) {
       const PanelBlock& pb = blocks[b];
-      for (int t = 0; t < NT; ++t) {
-        const BlockQ8Act& xa = x[t][b];
-        PanelActivation a;
-        ReadActivation<kType>(xa, &a);
-        // The groups of each half of the block from the half's correction, −128 · Σ w.
-        __m256i sums[2] = {Rows8(pb.half_corr[0], half), Rows8(pb.half_corr[1], half)};
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; ++g) {
-          sums[g / 4] = _mm256_add_epi32(sums[g / 4], GroupDot(a, g, Rows8(pb.q[g], half)));
-        }
-        const __m256i total = HasHalfScales(kType)
-                                  ? _mm256_add_epi32(_mm256_mullo_epi32(sums[0], Rows8(pb.scale[0], half)),
-                                                     _mm256_mullo_epi32(sums[1], Rows8(pb.scale[1], half)))
-                                  : _mm256_add_epi32(sums[0], sums[1]);
-        __m256 terms =
-            _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(Rows8(pb.d, half), _mm256_set1_ps(xa.d)));
-        if constexpr (kMin == MinKind::kOffset) {
-          terms = _mm256_add_ps(terms, _mm256_mul_ps(Rows8(pb.m, half), _mm256_set1_ps(xa.sum)));
-        }
-        if constexpr (kMin == MinKind::kHalves) {
-          const auto half_sum = [&](int h) {
-            return a.sums[4 * h] + a.sums[4 * h + 1] + a.sums[4 * h + 2] + a.sums[4 * h + 3];
-          };
-          const __m256i min_total =
-              _mm256_add_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(half_sum(0)), Rows8(pb.min[0], half)),
-                               _mm256_mullo_epi32(_mm256_set1_epi32(half_sum(1)), Rows8(pb.min[1], half)));
-          terms = _mm256_add_ps(terms, _mm256_mul_ps(_mm256_cvtepi32_ps(min_total),
-                                                     _mm256_mul_ps(Rows8(pb.neg_dmin, half), _mm256_set1_ps(xa.d))));
-        }
-        acc[t][0] = _mm256_add_epi64(acc[t][0], RoundToFixed4(_mm256_castps256_ps128(terms)));
-        acc[t][1] = _mm256_add_epi64(acc[t][1], RoundToFixed4(_mm256_extractf128_ps(terms, 1)));
-      }
+      __m256i total[NT], min_total[NT] = {};
+      HalfTotals<kType, NT>(pb, half, a, b, total, min_total);
+      for (int t = 0; t < NT; ++t) sums.Add(t, pb, half, total[t], min_total[t], x[t][b]);
     }
-    for (int t = 0; t < NT; ++t) StoreRows(acc[t], half, num_rows, y[t]);
+    for (int t = 0; t < NT; ++t) sums.Store(t, half, num_rows, y[t]);
   }
 }
 
-// The tokens of one reduction at a time: float sums take 1 (8 accumulators of the 16 ymm), fixed-point
-// sums 2.
-template <class Out>
-constexpr int kPanelTokens = std::is_same_v<Out, float> ? 1 : 2;
+// The tokens of one pass.
+template <DType kType, class Out>
+constexpr int kPanelTokens = std::is_same_v<Out, float> ? 3 : 4;
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -116,41 +116,6 @@ inline QuadVec QuadLanes(QuadVec w, __m256i a, __m256i bias_sum, QuadVec scale) 
   return dot;
 }
 
-// Each 128-bit lane of the pair's rows filled with its row's s[r]: [s0 ×4 | s1 ×4], [s2 ×4 | s3 ×4].
-inline __m256 SpreadPair(__m128 s, int p) {
-  const __m256i index = p == 0 ? _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1) : _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
-  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), index);
-}
-
-// MatMul's reduction (FloatSums' per output).
-struct FloatQuad {
-  using Out = float;
-  template <MinKind kMin>
-  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
-    const __m128 scale = _mm_mul_ps(d, _mm_set1_ps(a.d));
-    for (int p = 0; p < 2; ++p) {
-      const __m256 pair_scale = SpreadPair(scale, p);
-      acc_lo[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo.v[p]), pair_scale, acc_lo[p]);
-      acc_hi[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi.v[p]), pair_scale, acc_hi[p]);
-    }
-    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
-  }
-  // Fold8 per row: s[i] = a[i] + a[i + 4], then (s[0] + s[2]) + (s[1] + s[3]); plus the offset sum.
-  void Store(float* y) const {
-    alignas(32) float total[2][8];
-    for (int p = 0; p < 2; ++p) {
-      const __m256 s = _mm256_add_ps(acc_lo[p], acc_hi[p]);
-      const __m256 pairs = _mm256_add_ps(s, _mm256_permute_ps(s, 0x4e));  // s0+s2, s1+s3 in each lane
-      _mm256_store_ps(total[p], _mm256_add_ps(pairs, _mm256_permute_ps(pairs, 0xb1)));
-    }
-    const __m128 rows = _mm_setr_ps(total[0][0], total[0][4], total[1][0], total[1][4]);
-    _mm_storeu_ps(y, _mm_add_ps(rows, acc_min));
-  }
-  __m256 acc_lo[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  __m256 acc_hi[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  __m128 acc_min = _mm_setzero_ps();
-};
-
 // The four rows' exact integer totals of their 8 lanes (lanes 0..3 in `lo`, 4..7 in `hi`), rows in order.
 inline __m128i RowTotals(const QuadVec& lo, const QuadVec& hi) {
   __m256i total[2];  // every int32 of row r's lane: its total

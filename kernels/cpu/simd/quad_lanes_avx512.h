@@ -102,34 +102,6 @@ inline __m512i QuadLanes(__m512i w, __m512i a, __m512i bias_sum, __m512i scale) 
   return dot;
 }
 
-// Lane group r of v set to s[r].
-inline __m512 SpreadRows(__m128 s) {
-  return _mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(s));
-}
-
-// MatMul's reduction (FloatSums' per output).
-struct FloatQuad {
-  using Out = float;
-  template <MinKind kMin>
-  void Add(__m512i lo, __m512i hi, __m128 d, __m128 m, const BlockQ8Act& a) {
-    const __m512 scale = SpreadRows(_mm_mul_ps(d, _mm_set1_ps(a.d)));
-    acc_lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), scale, acc_lo);
-    acc_hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), scale, acc_hi);
-    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
-  }
-  // Fold8 per row: s[i] = a[i] + a[i + 4], then (s[0] + s[2]) + (s[1] + s[3]); plus the offset sum.
-  void Store(float* y) const {
-    const __m512 s = _mm512_add_ps(acc_lo, acc_hi);
-    const __m512 pairs = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4e));  // s0+s2, s1+s3 in each group
-    const __m512 total = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0xb1));
-    const __m128 rows = _mm512_castps512_ps128(
-        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
-    _mm_storeu_ps(y, _mm_add_ps(rows, acc_min));
-  }
-  __m512 acc_lo = _mm512_setzero_ps(), acc_hi = _mm512_setzero_ps();
-  __m128 acc_min = _mm_setzero_ps();
-};
-
 // The four rows' exact integer totals of their 8 lanes (lanes 0..3 in `lo`, 4..7 in `hi`), rows in order.
 inline __m128i RowTotals(__m512i lo, __m512i hi) {
   const __m512i s = _mm512_add_epi32(lo, hi);

@@ -2,14 +2,13 @@
 // more) over panels of 16 weight rows (quant_panel_block.h), unpacked once per call and passed over by
 // every token: panel_tokens_avx512.h (VNNI, 16 rows a vector) and panel_tokens_avx2.h (maddubs + madd,
 // 8 rows a vector). The 8-lane tiles unpack each weight block again for every tile of up to 4 tokens and
-// spend a horizontal fold per output; a panel unpacks once for all the tokens, and its accumulators hold
-// one lane of 8 or 16 outputs each, so the Fold8 tree (and the fixed-point block total) is plain vector
-// adds.
+// spend a horizontal fold per block and output; a panel unpacks once for all the tokens, and its
+// accumulators hold one output per lane, so a block's total is plain vector adds.
 //
 // Every output sees exactly the operations of matmul_quant.cc's canonical order: the same exact
-// integer lanes, the same f32 products d_w · d_a, one fma per lane and block in block order, the
-// offset sum beside them, the same Fold8 tree; for the fixed-point sums the same term per block,
-// rounded to int64 the same way. The ISA equality test holds each level to the portable one.
+// integer block total, the same f32 products d_w · d_a, one fma per block in block order and the
+// offset sum beside it; for the fixed-point sums the same term per block, rounded to int64 the same
+// way. The ISA equality test holds each level to the portable one.
 #pragma once
 
 #include <algorithm>
@@ -33,14 +32,20 @@
 #if TPSERVE_QUANT_PANELS
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
+// NT tokens over the panel: their activations prepared once, then the level's pass.
 template <DType kType, class Out, int NT>
 void PanelTokens(const PanelBlock* blocks, int64_t num_blocks, const BlockQ8Act* const (&x)[NT], int num_rows,
                  Out* const (&y)[NT]) {
-  if constexpr (std::is_same_v<Out, float>) {
-    FloatPanelTokens<kType, NT>(blocks, num_blocks, x, num_rows, y);
-  } else {
-    FixedPanelTokens<kType, NT>(blocks, num_blocks, x, num_rows, y);
+  thread_local std::vector<PanelActivation> scratch;  // [NT][cols / 32], reused across calls
+  if (static_cast<int64_t>(scratch.size()) < NT * num_blocks) scratch.resize(NT * num_blocks);
+  const PanelActivation* a[NT];
+  for (int t = 0; t < NT; ++t) {
+    PanelActivation* at = scratch.data() + t * num_blocks;
+    for (int64_t b = 0; b < num_blocks; ++b) ReadActivation<kType>(x[t][b], &at[b]);
+    a[t] = at;
   }
+  using Sums = std::conditional_t<std::is_same_v<Out, float>, FloatPanelSums<kType, NT>, FixedPanelSums<kType, NT>>;
+  PanelPass<kType, Sums, NT>(blocks, num_blocks, a, x, num_rows, y);
 }
 
 // The token tile of nt (< NT) tokens that ends a panel's pass.
@@ -66,7 +71,7 @@ void PanelTail(int nt, const PanelBlock* blocks, int64_t num_blocks, const Block
 template <DType kType, class Out>
 void QuantPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                 int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
-  constexpr int NT = kPanelTokens<Out>;
+  constexpr int NT = kPanelTokens<kType, Out>;
   const int64_t num_blocks = cols / kQuantBlock;
   thread_local std::vector<PanelBlock> scratch;  // [cols / 32], reused across calls
   if (static_cast<int64_t>(scratch.size()) < num_blocks) scratch.resize(num_blocks);

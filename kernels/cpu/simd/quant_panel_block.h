@@ -1,11 +1,11 @@
 // Internal to quant_panel.h and its level headers (panel_tokens_avx512.h, panel_tokens_avx2.h): a panel of
 // kPanelRows weight rows unpacked once per call into a block-major scratch where, for each 32-value block,
 // group g's 4 values of the 16 rows sit side by side (row r's 4 signed bytes at 4r: every type's values
-// fit in int8), beside the 16 rows' scales and each group's correction −128 · Σ w. A token's activations
-// go in as a + 128 (unsigned bytes), so a u8 × s8 dot of group g's values with the token's 4 shifted
-// activations of that group (broadcast to every row), plus the correction, is lane g of all 16 rows at
-// once: Σ w·a, the canonical integer lane exactly. AVX-512 reads a field of 16 rows as one zmm, AVX2 as
-// two ymm of 8 rows.
+// fit in int8), beside the 16 rows' scales and the corrections −128 · Σ w of each half and of the whole
+// block. A token's activations go in as a + 128 (unsigned bytes), so the u8 × s8 dots of the groups'
+// values with the token's shifted activations of each group (broadcast to every row), plus the
+// correction, give the block's exact total Σ w·a of all 16 rows at once. AVX-512 reads a field of 16 rows
+// as one zmm, AVX2 as two ymm of 8 rows.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,9 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 // One 32-value block of a panel's 16 rows (rows past the panel's end are zero); element r is row r.
 struct alignas(64) PanelBlock {
-  int8_t q[8][4 * kPanelRows];   // group g: row r's 4 signed values at bytes 4r..4r+3
-  int32_t corr[8][kPanelRows];   // group g: row r's −128 · Σ of those 4 values
+  int8_t q[8][4 * kPanelRows];       // group g: row r's 4 signed values at bytes 4r..4r+3
   int32_t half_corr[2][kPanelRows];  // half h: row r's −128 · Σ of its 16 values
+  int32_t corr[kPanelRows];          // row r's −128 · Σ of the block's 32 values
   float d[kPanelRows];           // row r's d, times the sums' scale (1, or 2^32 for the fixed-point sums)
   float m[kPanelRows];           // offset types: m, times the scale
   float neg_dmin[kPanelRows];    // Q2_K: −dmin, times the scale
@@ -49,8 +49,8 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
       for (int g = 0; g < 8; ++g) {
         std::memcpy(&pb.q[g][4 * r], values + 4 * g, 4);
         const int32_t corr = -128 * (values[4 * g] + values[4 * g + 1] + values[4 * g + 2] + values[4 * g + 3]);
-        pb.corr[g][r] = corr;
         pb.half_corr[g / 4][r] += corr;
+        pb.corr[r] += corr;
       }
       pb.d[r] = wb.d * scale;
       pb.m[r] = wb.m * scale;
@@ -63,10 +63,11 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
   }
 }
 
-// A token's activation block as the panel reads it: a + 128 as unsigned bytes, and (Q2_K) Σa per group.
+// A token's activation block as the panel reads it: a + 128 as unsigned bytes, and (Q2_K) Σa per half,
+// prepared once per pass of tokens (quant_panel.h) for every row of the panel.
 struct PanelActivation {
   alignas(32) uint8_t shifted[32];
-  alignas(32) int32_t sums[8];
+  int32_t half_sums[2];
 };
 
 template <DType kType>
@@ -74,8 +75,11 @@ inline void ReadActivation(const BlockQ8Act& a, PanelActivation* pa) {
   const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
   _mm256_store_si256(reinterpret_cast<__m256i*>(pa->shifted), _mm256_xor_si256(aq, _mm256_set1_epi8(-128)));
   if constexpr (MinKindOf(kType) == MinKind::kHalves) {
-    const __m256i sums = DotU8S8(_mm256_set1_epi8(1), aq);  // lane i: Σ of activations 4i..4i+3
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pa->sums), sums);
+    for (int h = 0; h < 2; ++h) {
+      int32_t sum = 0;
+      for (int j = 16 * h; j < 16 * h + 16; ++j) sum += a.qs[j];
+      pa->half_sums[h] = sum;
+    }
   }
 }
 

@@ -13,11 +13,11 @@
 // types stored with a bias (Q4_0, Q5_0, Q6_K: w = q − bias) dot the unsigned q and subtract bias · Σa,
 // the same integers as the 8-lane tiles' signed dot.
 //
-// Every output sees exactly the operations of matmul_quant.cc's canonical order, in the same order:
-// the same exact integer lanes, the same f32 products d_w · d_a (a product rounds the same in any lane),
-// the same fma per lane and block, the same offset sum beside them, the same Fold8 tree (its first step
-// a[i] + a[i + 4] is `lo` + `hi`), and for the fixed-point sums the same term per block. The ISA
-// equality test holds each level to the portable one bit for bit.
+// Every output sees exactly the operations of matmul_quant.cc's canonical order, in the same order: the
+// same exact integer block total (the 8 lanes summed, in any order: integers), the same f32 products
+// d_w · d_a (a product rounds the same in any lane), the same fma per block and the same offset sum
+// beside it, and for the fixed-point sums the same term per block. The ISA equality test holds each
+// level to the portable one bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -152,9 +152,21 @@ class QuadReader {
   __m128 super_d_ = _mm_setzero_ps();
 };
 
-// MatMulFixedPoint's reduction (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
-// [+ f32((m·2^32) · Σa)], rounded into int64 lane r. (MatMul's, FloatQuad, is the level's: its
-// accumulators are the level's registers.)
+// The two reductions of four rows' blocks, lanes in row order: MatMul's (FloatSums' per block), the
+// f32 accumulator fma(f32(exact total), f32(d · d_a), acc) and the offset sum m · Σa beside it.
+struct FloatQuad {
+  using Out = float;
+  template <MinKind kMin>
+  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(RowTotals(lo, hi)), _mm_mul_ps(d, _mm_set1_ps(a.d)), acc);
+    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
+  }
+  void Store(float* y) const { _mm_storeu_ps(y, _mm_add_ps(acc, acc_min)); }
+  __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+};
+
+// MatMulFixedPoint's (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
+// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
 struct FixedQuad {
   using Out = int64_t;
   template <MinKind kMin>
