@@ -3,8 +3,8 @@
 // AVX2 has no VNNI: group g's 8 rows are maddubs (the token's 4 shifted activations, broadcast, as u8 ×
 // the rows' values as s8) into int16 pairs; a run of groups adds its pairs in int16 (no sum can leave
 // int16: kRunGroups) before one madd with ones widens it to int32, plus the correction −128 · Σ w.
-// Q8_0 (|w| up to 127) would saturate a single pair and keeps the tiles here (its blocks need no
-// unpacking).
+// Q8_0's values (|w| up to 128) would saturate a pair beside shifted activations: it dots |w| with the
+// unshifted activations carrying w's sign (2 · 128 · 127 < 2^15), one group per run, no correction.
 #pragma once
 
 #include <algorithm>
@@ -21,11 +21,14 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// Which types take panels, for the float (MatMul) and the fixed-point sums.
+// Every quantised type takes panels here.
 template <class Out>
-constexpr bool HasPanel(DType type) {
-  return type != DType::kQ8_0;
+constexpr bool HasPanel(DType) {
+  return true;
 }
+
+// The activations as the panel dots them: a + 128, but Q8_0's as they are (for the sign trick).
+constexpr bool ShiftsActivations(DType type) { return type != DType::kQ8_0; }
 
 // The largest |w| of a type's values as the panel holds them (signed, after any bias).
 constexpr int MaxAbsValue(DType type) {
@@ -83,7 +86,7 @@ inline void HalfTotals(const PanelBlock& pb, int half, const PanelActivation* co
       sums[t][0] = Rows8(pb.half_corr[0], half);
       sums[t][1] = Rows8(pb.half_corr[1], half);
     } else {
-      sums[t][0] = Rows8(pb.corr, half);
+      sums[t][0] = ShiftsActivations(kType) ? Rows8(pb.corr, half) : _mm256_setzero_si256();
     }
   }
 #pragma GCC unroll 8
@@ -92,8 +95,11 @@ inline void HalfTotals(const PanelBlock& pb, int half, const PanelActivation* co
 #pragma GCC unroll 8
     for (int g = g0; g < g0 + kRun; ++g) {
       const __m256i q = Rows8(pb.q[g], half);
+      const __m256i magnitude = _mm256_sign_epi8(q, q);  // Q8_0: |w| as u8 (−128 reads as 128)
       for (int t = 0; t < NT; ++t) {
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi32(ActivationBytes(a[t][b], g)), q);
+        const __m256i act = _mm256_set1_epi32(ActivationBytes(a[t][b], g));
+        const __m256i pairs = ShiftsActivations(kType) ? _mm256_maddubs_epi16(act, q)
+                                                       : _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act, q));
         run[t] = g == g0 ? pairs : _mm256_add_epi16(run[t], pairs);
       }
     }

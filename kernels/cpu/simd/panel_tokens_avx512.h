@@ -22,6 +22,9 @@ constexpr bool HasPanel(DType) {
   return true;
 }
 
+// The activations as the panel dots them: a + 128 for every type (VNNI sums in int32).
+constexpr bool ShiftsActivations(DType) { return true; }
+
 // Group g's 4 shifted activations broadcast to every row.
 inline __m512i ActivationGroup(const PanelActivation& a, int g) { return _mm512_set1_epi32(ActivationBytes(a, g)); }
 

@@ -41,7 +41,7 @@ void PanelTokens(const PanelBlock* blocks, int64_t num_blocks, const BlockQ8Act*
   const PanelActivation* a[NT];
   for (int t = 0; t < NT; ++t) {
     PanelActivation* at = scratch.data() + t * num_blocks;
-    for (int64_t b = 0; b < num_blocks; ++b) ReadActivation<kType>(x[t][b], &at[b]);
+    for (int64_t b = 0; b < num_blocks; ++b) ReadActivation<kType, ShiftsActivations(kType)>(x[t][b], &at[b]);
     a[t] = at;
   }
   using Sums = std::conditional_t<std::is_same_v<Out, float>, FloatPanelSums<kType, NT>, FixedPanelSums<kType, NT>>;
