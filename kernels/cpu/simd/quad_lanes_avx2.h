@@ -116,17 +116,35 @@ inline QuadVec QuadLanes(QuadVec w, __m256i a, __m256i bias_sum, QuadVec scale) 
   return dot;
 }
 
+// Rows 0-1 (s0) and 2-3 (s1) of int32 lanes, a row per 128-bit lane → each row's total, rows in order.
+inline __m128i FoldRows(__m256i s0, __m256i s1) {
+  __m256i h = _mm256_hadd_epi32(s0, s1);  // [r0 r0 r2 r2 | r1 r1 r3 r3], pairs of each row's lanes
+  h = _mm256_hadd_epi32(h, h);             // [r0 r2 r0 r2 | r1 r3 r1 r3]
+  return _mm_unpacklo_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 // The four rows' exact integer totals of their 8 lanes (lanes 0..3 in `lo`, 4..7 in `hi`), rows in order.
 inline __m128i RowTotals(const QuadVec& lo, const QuadVec& hi) {
-  __m256i total[2];  // every int32 of row r's lane: its total
-  for (int p = 0; p < 2; ++p) {
-    const __m256i s = _mm256_add_epi32(lo.v[p], hi.v[p]);
-    const __m256i pairs = _mm256_add_epi32(s, _mm256_shuffle_epi32(s, 0x4e));
-    total[p] = _mm256_add_epi32(pairs, _mm256_shuffle_epi32(pairs, 0xb1));
+  return FoldRows(_mm256_add_epi32(lo.v[0], hi.v[0]), _mm256_add_epi32(lo.v[1], hi.v[1]));
+}
+
+// The four rows' exact block totals, rows in order. Without half scales a row's two halves share their
+// int16 pairs before one madd: unsigned q of at most 31 (the Q4 and Q5 types) keep 2 · 2 · 31 · 127 below
+// 2^15. Q8_0 (the sign trick) and the half-scale types go lane by lane (QuadLanes).
+template <DType kType>
+inline __m128i QuadTotals(const QuadVec& lo, const QuadVec& hi, const QuadAct& a, const QuadVec& lo_scale,
+                          const QuadVec& hi_scale) {
+  if constexpr (kType == DType::kQ8_0 || HasHalfScales(kType)) {
+    return RowTotals(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale), QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+  } else {
+    __m256i s[2];
+    for (int p = 0; p < 2; ++p) {
+      const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo.v[p], a.lo), _mm256_maddubs_epi16(hi.v[p], a.hi));
+      s[p] = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+      if constexpr (kBiasShift<kType> >= 0) s[p] = _mm256_sub_epi32(s[p], _mm256_add_epi32(a.lo_bias, a.hi_bias));
+    }
+    return FoldRows(s[0], s[1]);
   }
-  // [r0 r0 r2 r2 | r1 r1 r3 r3] → [r0 r1 r2 r3].
-  const __m256i mixed = _mm256_blend_epi32(total[0], total[1], 0xcc);
-  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(mixed, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

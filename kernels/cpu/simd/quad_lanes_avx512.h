@@ -111,4 +111,10 @@ inline __m128i RowTotals(__m512i lo, __m512i hi) {
       _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
 }
 
+// The four rows' exact block totals, rows in order.
+template <DType kType>
+inline __m128i QuadTotals(__m512i lo, __m512i hi, const QuadAct& a, __m512i lo_scale, __m512i hi_scale) {
+  return RowTotals(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale), QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+}
+
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -157,8 +157,8 @@ class QuadReader {
 struct FloatQuad {
   using Out = float;
   template <MinKind kMin>
-  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
-    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(RowTotals(lo, hi)), _mm_mul_ps(d, _mm_set1_ps(a.d)), acc);
+  void Add(__m128i totals, __m128 d, __m128 m, const BlockQ8Act& a) {
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(d, _mm_set1_ps(a.d)), acc);
     if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
   }
   void Store(float* y) const { _mm_storeu_ps(y, _mm_add_ps(acc, acc_min)); }
@@ -170,9 +170,9 @@ struct FloatQuad {
 struct FixedQuad {
   using Out = int64_t;
   template <MinKind kMin>
-  void Add(const QuadVec& lo, const QuadVec& hi, __m128 d, __m128 m, const BlockQ8Act& a) {
+  void Add(__m128i totals, __m128 d, __m128 m, const BlockQ8Act& a) {
     const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
-    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(RowTotals(lo, hi)), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
+    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
     if constexpr (kMin == MinKind::kOffset) {
       terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
     }
@@ -193,8 +193,7 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
     prefetch.At(b * kQuantBlock);
     const QuadBlock q = reader.Load(b);
     const QuadAct& a = acts[b];
-    acc.template Add<MinKindOf(kType)>(QuadLanes<kType>(q.lo, a.lo, a.lo_bias, q.lo_scale),
-                                       QuadLanes<kType>(q.hi, a.hi, a.hi_bias, q.hi_scale), q.d, q.m, act[b]);
+    acc.template Add<MinKindOf(kType)>(QuadTotals<kType>(q.lo, q.hi, a, q.lo_scale, q.hi_scale), q.d, q.m, act[b]);
   }
   acc.Store(y);
 }
