@@ -25,14 +25,15 @@ using TileFn = void (*)(const uint8_t* w, int64_t row_bytes, const uint8_t* x, i
 
 // Rows [0, num_rows) of w (num_rows <= kPanelRows) against all num_tokens at once, the tiles' results
 // bit for bit: the path of kPanelMinTokens tokens or more on the levels that have one. A panel's unpack
-// pays for itself from about 64 tokens on (SmolLM2 Q4_1 decode steps, 2 threads: batch 8 136 tok/s with
-// panels against 411-471 with tiles, batch 32 323-395 against 474, batch 64 487-524 against 437-483), so
-// smaller batches keep the tiles.
+// (a transpose per block and 8 rows) pays for itself from about 16 tokens on (SmolLM2 Q4_1 decode steps,
+// AVX2, 2 threads, tok/s with panels from 8 / 16 / 32 tokens against tiles: batch 8 283 / 322-337 / 324-329
+// against 332-348, batch 16 385-405 / 333-390 / 317-352 against 305-350, batch 32 470-497 / 469-496 /
+// 442-459 against 329-347), so smaller batches keep the tiles.
 template <class Out>
 using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                          int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 inline constexpr int kPanelRows = 16;
-inline constexpr int64_t kPanelMinTokens = 64;
+inline constexpr int64_t kPanelMinTokens = 16;
 
 // Rows [0, num_rows) of w against one token (decode) with the token's activation prepared once for all
 // of them, the tiles' results bit for bit; returns how many rows it did (the first ones), the tiles do

@@ -32,33 +32,71 @@ struct alignas(64) PanelBlock {
   int32_t min[2][kPanelRows];    // Q2_K: half h's integer minimum
 };
 
-// Unpacks rows [0, num_rows) of w into blocks[num_blocks], the block-major panel.
+// Transposes 8 × 8 int32: v[i] element j becomes v[j] element i.
+inline void Transpose8x8(__m256i (&v)[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    for (int j = 0; j < 2; ++j) {
+      u[i + j] = _mm256_unpacklo_epi64(t[i + j], t[i + j + 2]);
+      u[i + j + 2] = _mm256_unpackhi_epi64(t[i + j], t[i + j + 2]);
+    }
+  }
+  // u[0] = columns 0 (low lane) and 4 (high) of rows 0-1-2-3 … reorder the 128-bit lanes.
+  const int order[4] = {0, 2, 1, 3};  // u index of columns 0, 1, 2, 3 within rows 0-3 (and 4-7 at +4)
+  for (int c = 0; c < 4; ++c) {
+    v[c] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x20);
+    v[c + 4] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x31);
+  }
+}
+
+// Unpacks rows [0, num_rows) of w into blocks[num_blocks], the block-major panel: per block and 8 rows,
+// the rows' 32 values (8 groups of 4 bytes each) transposed into the groups' vectors, the corrections
+// from them, then the scales.
 template <DType kType>
 void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_blocks, float scale,
                  PanelBlock* blocks) {
-  std::memset(static_cast<void*>(blocks), 0, num_blocks * sizeof(PanelBlock));
-  for (int r = 0; r < num_rows; ++r) {
-    for (int64_t b = 0; b < num_blocks; ++b) {
-      const WeightBlock wb = LoadBlock<kType>(w + r * row_bytes, b);
-      PanelBlock& pb = blocks[b];
-      alignas(32) int8_t values[32];
-      alignas(32) int32_t lane_scale[8], lane_min[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(values), wb.q);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(lane_scale), wb.lane_scale);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(lane_min), wb.lane_min);
+  if (num_rows < kPanelRows) std::memset(static_cast<void*>(blocks), 0, num_blocks * sizeof(PanelBlock));
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    PanelBlock& pb = blocks[b];
+    for (int half = 0; 8 * half < num_rows; ++half) {
+      __m256i v[8];
+      for (int i = 0; i < 8; ++i) {
+        const int r = 8 * half + i;
+        if (r >= num_rows) {
+          v[i] = _mm256_setzero_si256();
+          continue;
+        }
+        const WeightBlock wb = LoadBlock<kType>(w + r * row_bytes, b);
+        v[i] = wb.q;
+        pb.d[r] = wb.d * scale;
+        pb.m[r] = wb.m * scale;
+        pb.neg_dmin[r] = -(wb.dmin * scale);
+        if constexpr (HasHalfScales(kType)) {
+          pb.scale[0][r] = _mm256_extract_epi32(wb.lane_scale, 0);
+          pb.scale[1][r] = _mm256_extract_epi32(wb.lane_scale, 4);
+        }
+        if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+          pb.min[0][r] = _mm256_extract_epi32(wb.lane_min, 0);
+          pb.min[1][r] = _mm256_extract_epi32(wb.lane_min, 4);
+        }
+      }
+      Transpose8x8(v);  // v[g]: group g of the 8 rows, row i's 4 values in int32 i
+      __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       for (int g = 0; g < 8; ++g) {
-        std::memcpy(&pb.q[g][4 * r], values + 4 * g, 4);
-        const int32_t corr = -128 * (values[4 * g] + values[4 * g + 1] + values[4 * g + 2] + values[4 * g + 3]);
-        pb.half_corr[g / 4][r] += corr;
-        pb.corr[r] += corr;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pb.q[g] + 32 * half), v[g]);
+        sums[g / 4] = _mm256_add_epi32(sums[g / 4], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v[g]), ones16));
       }
-      pb.d[r] = wb.d * scale;
-      pb.m[r] = wb.m * scale;
-      pb.neg_dmin[r] = -(wb.dmin * scale);
-      for (int h = 0; h < 2; ++h) {
-        pb.scale[h][r] = lane_scale[4 * h];
-        pb.min[h][r] = lane_min[4 * h];
-      }
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i corr0 = _mm256_sub_epi32(zero, _mm256_slli_epi32(sums[0], 7));
+      const __m256i corr1 = _mm256_sub_epi32(zero, _mm256_slli_epi32(sums[1], 7));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[0] + 8 * half), corr0);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[1] + 8 * half), corr1);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.corr + 8 * half), _mm256_add_epi32(corr0, corr1));
     }
   }
 }
