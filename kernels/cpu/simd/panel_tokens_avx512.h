@@ -119,7 +119,8 @@ void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivati
   for (int t = 0; t < NT; ++t) sums.Store(t, num_rows, y[t]);
 }
 
-// The tokens of one pass.
+// The tokens of one pass (32 zmm leave room for more; not measured on an AVX-512 host since the block
+// totals, which need a register per token where the 8 lanes took 8).
 template <DType kType, class Out>
 constexpr int kPanelTokens = 4;
 

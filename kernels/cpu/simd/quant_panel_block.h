@@ -45,8 +45,9 @@ inline void Transpose8x8(__m256i (&v)[8]) {
       u[i + j + 2] = _mm256_unpackhi_epi64(t[i + j], t[i + j + 2]);
     }
   }
-  // u[0] = columns 0 (low lane) and 4 (high) of rows 0-1-2-3 … reorder the 128-bit lanes.
-  const int order[4] = {0, 2, 1, 3};  // u index of columns 0, 1, 2, 3 within rows 0-3 (and 4-7 at +4)
+  // u[k] (k < 4) holds one column c of rows 0-3 in its low 128 bits and column c + 4 in its high ones
+  // (u[4 + k] the same of rows 4-7); column c's k is order[c].
+  const int order[4] = {0, 2, 1, 3};
   for (int c = 0; c < 4; ++c) {
     v[c] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x20);
     v[c + 4] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x31);
