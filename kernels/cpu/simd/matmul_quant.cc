@@ -74,11 +74,14 @@ inline __m128 Gather4(const WeightBlock (&wb)[NR], float WeightBlock::*field) {
 // 2^32 of the fixed point).
 template <int NR>
 struct RowBlock {
-  void Set(const WeightBlock (&wb)[NR], float sums_scale) {
+  void Set(__m128 rows_d, __m128 rows_m, __m128 rows_dmin, float sums_scale) {
     const __m128 scale = _mm_set1_ps(sums_scale);
-    d = _mm_mul_ps(Gather4(wb, &WeightBlock::d), scale);
-    m = _mm_mul_ps(Gather4(wb, &WeightBlock::m), scale);
-    neg_dmin = _mm_xor_ps(_mm_mul_ps(Gather4(wb, &WeightBlock::dmin), scale), _mm_set1_ps(-0.0f));
+    d = _mm_mul_ps(rows_d, scale);
+    m = _mm_mul_ps(rows_m, scale);
+    neg_dmin = _mm_xor_ps(_mm_mul_ps(rows_dmin, scale), _mm_set1_ps(-0.0f));
+  }
+  void Set(const WeightBlock (&wb)[NR], float sums_scale) {
+    Set(Gather4(wb, &WeightBlock::d), Gather4(wb, &WeightBlock::m), Gather4(wb, &WeightBlock::dmin), sums_scale);
   }
   // The NR rows' lane totals, as f32 (exact: below 2^24).
   static __m128 Totals(const __m256i (&lanes)[NR]) {
@@ -89,24 +92,31 @@ struct RowBlock {
   __m128 d = _mm_setzero_ps(), m = _mm_setzero_ps(), neg_dmin = _mm_setzero_ps();
 };
 
-// The two reductions of a tile's NR × NT outputs, fed per block: SetBlock with the NR weight blocks,
-// then per token AddToken with the NR integer dots (and, for Q2_K, the NR minimum lanes) and the
-// activation block; each keeps row r of token t in lane r of a vector per token.
+// The two reductions of NR rows × NT tokens, fed per block: SetBlock with the NR weight blocks (or
+// SetRows with the rows' d and m, the decode quads'), then per token AddToken with the NR integer dots
+// (and, for Q2_K, the NR minimum lanes) or AddTotals with their totals, and the activation block; each
+// keeps row r of token t in lane r of a vector per token.
 // MatMul's: the f32 accumulator and the offset types' minimum sum beside it.
 template <int NR, int NT>
 struct FloatSums {
   using Out = float;
+  static constexpr float kScale = 1.0f;
   FloatSums() {
     for (int t = 0; t < NT; ++t) acc[t] = acc_min[t] = _mm_setzero_ps();
   }
-  void SetBlock(const WeightBlock (&wb)[NR]) { block.Set(wb, 1.0f); }
+  void SetBlock(const WeightBlock (&wb)[NR]) { block.Set(wb, kScale); }
+  void SetRows(__m128 d, __m128 m) { block.Set(d, m, _mm_setzero_ps(), kScale); }
   template <MinKind kMin>
   void AddToken(int t, const __m256i (&dot)[NR], const __m256i (&min_dot)[NR], const BlockQ8Act& a) {
+    __m128 min_totals = _mm_setzero_ps();
+    if constexpr (kMin == MinKind::kHalves) min_totals = block.Totals(min_dot);
+    AddTotals<kMin>(t, block.Totals(dot), min_totals, a);
+  }
+  template <MinKind kMin>
+  void AddTotals(int t, __m128 totals, __m128 min_totals, const BlockQ8Act& a) {
     const __m128 ad = _mm_set1_ps(a.d);
-    acc[t] = _mm_fmadd_ps(block.Totals(dot), _mm_mul_ps(block.d, ad), acc[t]);
-    if constexpr (kMin == MinKind::kHalves) {
-      acc[t] = _mm_fmadd_ps(block.Totals(min_dot), _mm_mul_ps(block.neg_dmin, ad), acc[t]);
-    }
+    acc[t] = _mm_fmadd_ps(totals, _mm_mul_ps(block.d, ad), acc[t]);
+    if constexpr (kMin == MinKind::kHalves) acc[t] = _mm_fmadd_ps(min_totals, _mm_mul_ps(block.neg_dmin, ad), acc[t]);
     if constexpr (kMin == MinKind::kOffset) acc_min[t] = _mm_add_ps(acc_min[t], _mm_mul_ps(block.m, _mm_set1_ps(a.sum)));
   }
   float Result(int r, int t) const {
@@ -127,13 +137,21 @@ struct FixedSums {
   FixedSums() {
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_si256();
   }
-  void SetBlock(const WeightBlock (&wb)[NR]) { block.Set(wb, kFixedPointScale); }
+  static constexpr float kScale = kFixedPointScale;
+  void SetBlock(const WeightBlock (&wb)[NR]) { block.Set(wb, kScale); }
+  void SetRows(__m128 d, __m128 m) { block.Set(d, m, _mm_setzero_ps(), kScale); }
   template <MinKind kMin>
   void AddToken(int t, const __m256i (&dot)[NR], const __m256i (&min_dot)[NR], const BlockQ8Act& a) {
-    __m128 terms = _mm_mul_ps(block.Totals(dot), _mm_mul_ps(block.d, _mm_set1_ps(a.d)));
+    __m128 min_totals = _mm_setzero_ps();
+    if constexpr (kMin == MinKind::kHalves) min_totals = block.Totals(min_dot);
+    AddTotals<kMin>(t, block.Totals(dot), min_totals, a);
+  }
+  template <MinKind kMin>
+  void AddTotals(int t, __m128 totals, __m128 min_totals, const BlockQ8Act& a) {
+    __m128 terms = _mm_mul_ps(totals, _mm_mul_ps(block.d, _mm_set1_ps(a.d)));
     if constexpr (kMin == MinKind::kOffset) terms = _mm_add_ps(terms, _mm_mul_ps(block.m, _mm_set1_ps(a.sum)));
     if constexpr (kMin == MinKind::kHalves) {
-      terms = _mm_add_ps(terms, _mm_mul_ps(block.Totals(min_dot), _mm_mul_ps(block.neg_dmin, _mm_set1_ps(a.d))));
+      terms = _mm_add_ps(terms, _mm_mul_ps(min_totals, _mm_mul_ps(block.neg_dmin, _mm_set1_ps(a.d))));
     }
     acc[t] = _mm256_add_epi64(acc[t], RoundToFixed4(terms));
   }
@@ -267,7 +285,7 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
   RowsFn<Out> rows = nullptr;
 #if TPSERVE_QUANT_ROW_QUADS
   if constexpr (HasQuads<Out>(kType)) {
-    rows = QuadRows<kType, std::conditional_t<std::is_same_v<Out, float>, FloatQuad, FixedQuad>>;
+    rows = QuadRows<kType, Sums<4, 1>>;
   }
 #endif
   return TileTable<Out>{{

@@ -185,7 +185,7 @@ void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivati
 // The tokens of one pass: their accumulators, runs and totals beside a group's weights in the 16 ymm.
 // Measured (Q4_0, 576 x 1536, T = 128, float / fixed-point GFLOP/s): 3 / 4 190-231 / 132-172 against
 // 2 / 2, 4 / 3 and 6 / 2 at 141-186 / 107-144 (bench/README.md, "Block totals").
-template <DType kType, class Out>
+template <class Out>
 constexpr int kPanelTokens = std::is_same_v<Out, float> ? 3 : 4;
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -121,7 +121,7 @@ void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivati
 
 // The tokens of one pass (32 zmm leave room for more; not measured on an AVX-512 host since the block
 // totals, which need a register per token where the 8 lanes took 8).
-template <DType kType, class Out>
+template <class Out>
 constexpr int kPanelTokens = 4;
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -71,7 +71,7 @@ void PanelTail(int nt, const PanelBlock* blocks, int64_t num_blocks, const Block
 template <DType kType, class Out>
 void QuantPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                 int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
-  constexpr int NT = kPanelTokens<kType, Out>;
+  constexpr int NT = kPanelTokens<Out>;
   const int64_t num_blocks = cols / kQuantBlock;
   thread_local std::vector<PanelBlock> scratch;  // [cols / 32], reused across calls
   if (static_cast<int64_t>(scratch.size()) < num_blocks) scratch.resize(num_blocks);

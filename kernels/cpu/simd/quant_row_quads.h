@@ -27,9 +27,7 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
-#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
-#include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
@@ -152,57 +150,30 @@ class QuadReader {
   __m128 super_d_ = _mm_setzero_ps();
 };
 
-// The two reductions of four rows' blocks, lanes in row order: MatMul's (FloatSums' per block), the
-// f32 accumulator fma(f32(exact total), f32(d · d_a), acc) and the offset sum m · Σa beside it.
-struct FloatQuad {
-  using Out = float;
-  template <MinKind kMin>
-  void Add(__m128i totals, __m128 d, __m128 m, const BlockQ8Act& a) {
-    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(d, _mm_set1_ps(a.d)), acc);
-    if constexpr (kMin == MinKind::kOffset) acc_min = _mm_add_ps(acc_min, _mm_mul_ps(m, _mm_set1_ps(a.sum)));
-  }
-  void Store(float* y) const { _mm_storeu_ps(y, _mm_add_ps(acc, acc_min)); }
-  __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
-};
-
-// MatMulFixedPoint's (FixedSums' per block): f32(exact total) · f32((d·2^32) · d_a)
-// [+ f32((m·2^32) · Σa)], rounded into int64 lane r.
-struct FixedQuad {
-  using Out = int64_t;
-  template <MinKind kMin>
-  void Add(__m128i totals, __m128 d, __m128 m, const BlockQ8Act& a) {
-    const __m128 scale = _mm_set1_ps(kFixedPointScale);  // exact: a power of two
-    __m128 terms = _mm_mul_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(_mm_mul_ps(d, scale), _mm_set1_ps(a.d)));
-    if constexpr (kMin == MinKind::kOffset) {
-      terms = _mm_add_ps(terms, _mm_mul_ps(_mm_mul_ps(m, scale), _mm_set1_ps(a.sum)));
-    }
-    acc = _mm256_add_epi64(acc, RoundToFixed4(terms));
-  }
-  void Store(int64_t* y) const { _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc); }
-  __m256i acc = _mm256_setzero_si256();
-};
-
-// Four rows × one token against the token's prepared blocks; y: the four outputs.
-template <DType kType, class Quad>
+// Four rows × one token against the token's prepared blocks; y: the four outputs. Sums is one of
+// matmul_quant.cc's two reductions of 4 rows and 1 token (FloatSums, FixedSums), fed the rows' totals.
+template <DType kType, class Sums>
 void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const QuadAct* acts, int64_t num_blocks,
-              typename Quad::Out* y) {
-  Quad acc;
+              typename Sums::Out* y) {
+  Sums acc;
   TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     prefetch.At(b * kQuantBlock);
     const QuadBlock q = reader.Load(b);
     const QuadAct& a = acts[b];
-    acc.template Add<MinKindOf(kType)>(QuadTotals<kType>(q.lo, q.hi, a, q.lo_scale, q.hi_scale), q.d, q.m, act[b]);
+    acc.SetRows(q.d, q.m);
+    acc.template AddTotals<MinKindOf(kType)>(
+        0, _mm_cvtepi32_ps(QuadTotals<kType>(q.lo, q.hi, a, q.lo_scale, q.hi_scale)), _mm_setzero_ps(), act[b]);
   }
-  acc.Store(y);
+  for (int r = 0; r < 4; ++r) y[r] = acc.Result(r, 0);
 }
 
 // RowsFn (matmul_tile.h): the token's blocks broadcast (and their biased sums) once, then every whole
 // quad of rows; the last num_rows % 4 rows are left to the tiles.
-template <DType kType, class Quad>
+template <DType kType, class Sums>
 int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t cols,
-                 typename Quad::Out* y) {
+                 typename Sums::Out* y) {
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
   thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
@@ -210,7 +181,7 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
   const int64_t quads = num_rows / 4 * 4;
   for (int64_t r = 0; r < quads; r += 4) {
-    QuadPass<kType, Quad>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
+    QuadPass<kType, Sums>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
   }
   return quads;
 }
