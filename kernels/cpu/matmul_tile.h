@@ -34,6 +34,10 @@ using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, cons
                          int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 inline constexpr int kPanelRows = 16;
 inline constexpr int64_t kPanelMinTokens = 16;
+// Float weights' panels (simd/float_panel_avx2.h) convert and transpose the rows to f32 first, which 16
+// tokens do not repay (SmolLM2 576 x 576 F16, one thread, GFLOP/s panels against tiles: T = 16 39-56
+// against 63, T = 32 66 against 64, T = 64 74 against 41-65).
+inline constexpr int64_t kFloatPanelMinTokens = 32;
 
 // Rows [0, num_rows) of w against one token (decode) with the token's activation prepared once for all
 // of them, the tiles' results bit for bit; returns how many rows it did (the first ones), the tiles do
@@ -49,10 +53,11 @@ struct TileTable {
   TileFn<Out> fn[3][4];
   PanelFn<Out> panel = nullptr;
   RowsFn<Out> rows = nullptr;
+  int64_t panel_min_tokens = kPanelMinTokens;
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for
-// kPanelMinTokens tokens or more where it has them; for one token its row function, where it has one,
+// its panel_min_tokens tokens or more where it has them; for one token its row function, where it has one,
 // then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
 // token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of
 // one row only (a single weight stream). Instantiated for float and int64_t.

@@ -58,9 +58,10 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
     const std::vector<int64_t> quant_cols = FitCols(type, {32, 64, 96, 576});
     for (int64_t cols : quantized ? quant_cols : float_cols) {
       for (int64_t rows : {1, 3, 7, 37}) {
-        // Tiles, and (kPanelMinTokens and up) the panels with their token tails.
+        // Tiles, and (kPanelMinTokens, float weights kFloatPanelMinTokens, and up) the panels with their
+        // token tails.
         for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{17}, internal::kPanelMinTokens,
-                                   internal::kPanelMinTokens + 7}) {
+                                   internal::kPanelMinTokens + 7, internal::kFloatPanelMinTokens + 7}) {
           const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
           std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
           if (cols > 2) x[1] = -0.0f;  // signed zeros and exact cancellations are part of the order
@@ -107,14 +108,19 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
-    const int64_t cols = IsQuantized(type) ? FitCols(type, 96) : 37;
-    for (int64_t num_tokens : {int64_t{1}, int64_t{4}, int64_t{9}, internal::kPanelMinTokens + 2}) {
-      const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
-      const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
-      std::vector<int64_t> want(num_tokens * 13), got(num_tokens * 13);
-      RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
-      RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
-      ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " T " << num_tokens;
+    // Float weights: 300 columns are two of the panel's column blocks and a partial chunk.
+    const std::vector<int64_t> cols_list =
+        IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 300};
+    for (int64_t cols : cols_list) {
+      for (int64_t num_tokens :
+           {int64_t{1}, int64_t{4}, int64_t{9}, internal::kPanelMinTokens + 2, internal::kFloatPanelMinTokens + 2}) {
+        const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
+        const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+        std::vector<int64_t> want(num_tokens * 13), got(num_tokens * 13);
+        RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
+        RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
+        ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " cols " << cols << " T " << num_tokens;
+      }
     }
   }
 }

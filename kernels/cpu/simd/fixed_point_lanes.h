@@ -59,10 +59,11 @@ class FixedOctet {
 #endif
   }
   int64_t Total(int o) const {
-    alignas(64) int64_t v[8];
-    std::memcpy(v, &lanes_, sizeof v);
+    int64_t v[8];
+    Store(v);
     return v[o];
   }
+  void Store(int64_t (&totals)[8]) const { std::memcpy(totals, &lanes_, sizeof totals); }
 
  private:
 #if defined(__AVX512F__) && defined(__AVX512DQ__)

@@ -24,6 +24,7 @@
 #endif
 #include "kernels/cpu/simd/intrinsics.h"
 #if TPSERVE_FIXED_POINT_AVX2
+#include "kernels/cpu/simd/float_panel_avx2.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 #endif
 
@@ -360,6 +361,11 @@ using Lane8BF16 = LoadBF16;
 
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
+#if TPSERVE_FIXED_POINT_AVX2
+  constexpr PanelFn<int64_t> kPanel = FixedPointFloatPanel<Loader>;
+#else
+  constexpr PanelFn<int64_t> kPanel = nullptr;
+#endif
   return TileTable<int64_t>{{
       {FixedPointFloatTile<Loader, 1, 1>, FixedPointFloatTile<Loader, 1, 2>, FixedPointFloatTile<Loader, 1, 3>,
        FixedPointFloatTile<Loader, 1, 4>},
@@ -367,16 +373,22 @@ TileTable<int64_t> MakeFixedPointTable() {
        FixedPointFloatTile<Loader, 2, 4>},
       {FixedPointFloatTile<Loader, 4, 1>, FixedPointFloatTile<Loader, 4, 2>, FixedPointFloatTile<Loader, 4, 3>,
        FixedPointFloatTile<Loader, 4, 4>},
-  }};
+  }, kPanel, nullptr, kFloatPanelMinTokens};
 }
 
 template <class Loader>
 TileTable<float> MakeTable() {
+  // AVX-512 keeps its tiles: one zmm is an output's 16 lanes.
+#if TPSERVE_FIXED_POINT_AVX2 && !TPSERVE_MATMUL_AVX512
+  constexpr PanelFn<float> kPanel = FloatPanel<Loader>;
+#else
+  constexpr PanelFn<float> kPanel = nullptr;
+#endif
   return TileTable<float>{{
       {FloatTile<Loader, 1, 1>, FloatTile<Loader, 1, 2>, FloatTile<Loader, 1, 3>, FloatTile<Loader, 1, 4>},
       {FloatTile<Loader, 2, 1>, FloatTile<Loader, 2, 2>, FloatTile<Loader, 2, 3>, FloatTile<Loader, 2, 4>},
       {FloatTile<Loader, 4, 1>, FloatTile<Loader, 4, 2>, FloatTile<Loader, 4, 3>, FloatTile<Loader, 4, 4>},
-  }};
+  }, kPanel, nullptr, kFloatPanelMinTokens};
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
+#include "kernels/cpu/simd/transpose_avx2.h"
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
@@ -31,28 +32,6 @@ struct alignas(64) PanelBlock {
   int32_t scale[2][kPanelRows];  // half-scale types: half h's integer scale (groups 4h..4h+3)
   int32_t min[2][kPanelRows];    // Q2_K: half h's integer minimum
 };
-
-// Transposes 8 × 8 int32: v[i] element j becomes v[j] element i.
-inline void Transpose8x8(__m256i (&v)[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
-    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    for (int j = 0; j < 2; ++j) {
-      u[i + j] = _mm256_unpacklo_epi64(t[i + j], t[i + j + 2]);
-      u[i + j + 2] = _mm256_unpackhi_epi64(t[i + j], t[i + j + 2]);
-    }
-  }
-  // u[k] (k < 4) holds one column c of rows 0-3 in its low 128 bits and column c + 4 in its high ones
-  // (u[4 + k] the same of rows 4-7); column c's k is order[c].
-  const int order[4] = {0, 2, 1, 3};
-  for (int c = 0; c < 4; ++c) {
-    v[c] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x20);
-    v[c + 4] = _mm256_permute2x128_si256(u[order[c]], u[order[c] + 4], 0x31);
-  }
-}
 
 // Unpacks rows [0, num_rows) of w into blocks[num_blocks], the block-major panel: per block and 8 rows,
 // the rows' 32 values (8 groups of 4 bytes each) transposed into the groups' vectors, the corrections

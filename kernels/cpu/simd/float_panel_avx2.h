@@ -1,0 +1,240 @@
+// Internal to matmul_float.cc (AVX2 and up): the float weights' panels, the path of kFloatPanelMinTokens
+// tokens or more. A panel of kPanelRows rows is converted once per call to f32 in a chunk-major layout
+// with the rows in lanes: for each 16-column chunk and each column of it, the 16 rows' weights side by
+// side (rows past the panel and columns past `cols` are zero). A token's activation is broadcast to all
+// the rows, so one weight load feeds as many tokens as the registers hold (an outer product), where the
+// tiles' dot products take a weight load per row and two FMAs per token pair.
+//
+// Both panels keep their tiles' order of operations exactly (matmul_float.cc):
+// - FloatPanel: an output's 16 lanes (lane l: columns l, l + 16, l + 32, ...) are 16 fma chains from +0;
+//   the panel runs one lane at a time for 6 tokens × 16 rows, keeps the lanes in a scratch between
+//   column blocks, and folds them at the end by Fold16's tree on vectors of 8 rows.
+// - FixedPointFloatPanel: per chunk and output the sum S of the p(j) by the same tree of vertical adds,
+//   RNE(S · 2^32) added in int64; integer sums are order-free, so the panel takes the columns in blocks
+//   that stay in the L1 cache while every token passes.
+// A zero-padded last chunk reads zero-padded copies of the tokens' last activations: its padding
+// operations (fma(0, 0, lane): -0 becomes +0) are done as the tiles do them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/matmul_tile.h"
+#include "kernels/cpu/simd/fixed_point_lanes.h"
+#include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/transpose_avx2.h"
+
+namespace tpserve::internal::TPSERVE_ISA_NS {
+
+constexpr int64_t kPanelChunk = 16;  // columns per chunk: the canonical lane count
+
+// A packed panel: column l of chunk j (the panel's column 16j + l) holds the 16 rows' weights side by
+// side, at columns[l · lane_stride + j · chunk_stride]. FloatPanel packs lane-major (lane_stride = chunks:
+// one lane's pass reads a contiguous run, where chunk-major would read one line per kilobyte, which maps
+// onto 4 of the L1 cache's 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous KB).
+struct alignas(64) PackedColumn {
+  float r[kPanelRows];
+};
+template <bool kLaneMajor>
+struct PackedPanel {
+  PackedColumn* columns;
+  int64_t chunks;
+  const float* At(int l, int64_t j) const { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
+  float* At(int l, int64_t j) { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
+};
+
+// Packs rows [0, num_rows) of w into packed's 16 · ceil(cols / 16) columns; Loader reads 8 weights as f32.
+template <class Loader, bool kLaneMajor>
+void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols, PackedPanel<kLaneMajor>& packed) {
+  const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  alignas(32) uint8_t tail[kPanelRows][kPanelChunk * 4] = {};
+  for (int r = 0; r < num_rows && whole < chunks; ++r) {
+    std::memcpy(tail[r], w + r * row_bytes + whole * kPanelChunk * Loader::kBytes,
+                (cols - whole * kPanelChunk) * Loader::kBytes);
+  }
+  for (int64_t j = 0; j < chunks; ++j) {
+    for (int h = 0; h < kPanelRows / 8; ++h) {  // rows 8h..8h+7
+      for (int q = 0; q < 2; ++q) {             // columns 8q..8q+7 of the chunk
+        __m256i v[8];
+        for (int i = 0; i < 8; ++i) {
+          const int r = 8 * h + i;
+          if (r >= num_rows) {
+            v[i] = _mm256_setzero_si256();
+            continue;
+          }
+          const uint8_t* src = j < whole ? w + r * row_bytes + (j * kPanelChunk + 8 * q) * Loader::kBytes
+                                         : tail[r] + 8 * q * Loader::kBytes;
+          v[i] = _mm256_castps_si256(Loader::Load(src));
+        }
+        Transpose8x8(v);  // v[c]: column 8q + c of rows 8h..8h+7
+        for (int c = 0; c < 8; ++c) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(packed.At(8 * q + c, j) + 8 * h), v[c]);
+        }
+      }
+    }
+  }
+}
+
+// The packed panel of this thread's current call (its scratch reused across calls).
+template <class Loader, bool kLaneMajor>
+PackedPanel<kLaneMajor> PackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols) {
+  thread_local std::vector<PackedColumn> scratch;
+  const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  if (static_cast<int64_t>(scratch.size()) < kPanelChunk * chunks) scratch.resize(kPanelChunk * chunks);
+  PackedPanel<kLaneMajor> packed{scratch.data(), chunks};
+  PackFloatPanel<Loader>(w, row_bytes, num_rows, cols, packed);
+  return packed;
+}
+
+// NT tokens' activation rows (xt) and their zero-padded last partial chunk (tail), if cols has one.
+template <int NT>
+struct PanelTokens {
+  const float* xt[NT];
+  alignas(32) float tail[NT][kPanelChunk] = {};
+
+  PanelTokens(const uint8_t* x, int64_t x_stride, int64_t cols) {
+    const int64_t whole = cols / kPanelChunk * kPanelChunk;
+    for (int t = 0; t < NT; ++t) {
+      xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
+      std::memcpy(tail[t], xt[t] + whole, (cols - whole) * sizeof(float));
+    }
+  }
+  // Token t's 16 activations of chunk j (whole: the number of whole chunks).
+  const float* Chunk(int t, int64_t j, int64_t whole) const { return j < whole ? xt[t] + j * kPanelChunk : tail[t]; }
+};
+
+// ---- FloatPanel ----
+
+constexpr int kFloatPanelTokens = 6;        // 6 tokens × 2 row halves: 12 accumulators
+constexpr int64_t kFloatBlockChunks = 48;   // 768 columns: 6 tokens' activations stay in L1 over 16 lanes
+
+// NT tokens against the packed panel: y[t * y_stride + r] for r < num_rows.
+template <int NT>
+void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8_t* x, int64_t x_stride, int64_t cols,
+                      float* y, int64_t y_stride) {
+  const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  const PanelTokens<NT> tokens(x, x_stride, cols);
+  alignas(32) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
+  for (int64_t j0 = 0; j0 < chunks; j0 += kFloatBlockChunks) {
+    const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
+    for (int l = 0; l < kPanelChunk; ++l) {
+      __m256 acc[NT][2];
+      for (int t = 0; t < NT; ++t) {
+        for (int h = 0; h < 2; ++h) {
+          acc[t][h] = j0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(lanes[l][t] + 8 * h);
+        }
+      }
+      const float* lane = packed.At(l, 0);  // lane-major: chunk j's rows at lane + j · kPanelRows
+      auto step = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
+        const __m256 w0 = _mm256_load_ps(lane + j * kPanelRows), w1 = _mm256_load_ps(lane + j * kPanelRows + 8);
+        for (int t = 0; t < NT; ++t) {
+          const __m256 xv = _mm256_broadcast_ss(x_at(t));
+          acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
+          acc[t][1] = _mm256_fmadd_ps(w1, xv, acc[t][1]);
+        }
+      };
+      const int64_t jw = std::min(j1, whole);
+      for (int64_t j = j0; j < jw; ++j) step(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk + l; });
+      if (jw < j1) step(whole, [&](int t) { return tokens.tail[t] + l; });  // the zero-padded last chunk
+      for (int t = 0; t < NT; ++t) {
+        for (int h = 0; h < 2; ++h) _mm256_store_ps(lanes[l][t] + 8 * h, acc[t][h]);
+      }
+    }
+  }
+  // Fold16 on 8 rows at a time: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
+  for (int t = 0; t < NT; ++t) {
+    for (int h = 0; h < 2; ++h) {
+      auto lane = [&](int l) { return _mm256_load_ps(lanes[l][t] + 8 * h); };
+      __m256 b[8], s[4];
+      for (int i = 0; i < 8; ++i) b[i] = _mm256_add_ps(lane(i), lane(i + 8));
+      for (int i = 0; i < 4; ++i) s[i] = _mm256_add_ps(b[i], b[i + 4]);
+      const __m256 out = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3]));
+      float* dst = y + t * y_stride + 8 * h;
+      const int n = num_rows - 8 * h;
+      if (n >= 8) {
+        _mm256_storeu_ps(dst, out);
+      } else if (n > 0) {
+        alignas(32) float v[8];
+        _mm256_store_ps(v, out);
+        std::memcpy(dst, v, n * sizeof(float));
+      }
+    }
+  }
+}
+
+template <class Loader>
+void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
+                int64_t num_tokens, int64_t cols, float* y, int64_t y_stride) {
+  const PackedPanel<true> packed = PackPanel<Loader, true>(w, row_bytes, num_rows, cols);
+  using TokensFn = void (*)(const PackedPanel<true>&, int, const uint8_t*, int64_t, int64_t, float*, int64_t);
+  static constexpr TokensFn kTokens[kFloatPanelTokens] = {nullptr,
+                                                          FloatPanelTokens<1>,
+                                                          FloatPanelTokens<2>,
+                                                          FloatPanelTokens<3>,
+                                                          FloatPanelTokens<4>,
+                                                          FloatPanelTokens<5>};
+  int64_t t = 0;
+  for (; t + kFloatPanelTokens <= num_tokens; t += kFloatPanelTokens) {
+    FloatPanelTokens<kFloatPanelTokens>(packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride,
+                                        y_stride);
+  }
+  if (t < num_tokens) kTokens[num_tokens - t](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+}
+
+// ---- FixedPointFloatPanel ----
+
+constexpr int64_t kFixedBlockChunks = 16;  // 256 columns: 16 KB of the panel, in L1 while every token passes
+
+// Chunks [j0, j1) of one token against the packed panel's 16 rows (two octets sharing the token's
+// broadcasts); y[r] (r < num_rows) takes their integers (first: is set to them). One token at a time:
+// two tokens sharing the weights' loads ran no faster (36-39 GFLOP/s per core either way, SmolLM2's
+// 576 x 1536 F16 at T = 128), three spilled.
+inline void FixedPanelToken(const PackedPanel<false>& packed, int num_rows, int64_t j0, int64_t j1,
+                            const PanelTokens<1>& token, int64_t whole, int64_t* y, bool first) {
+  FixedOctet totals[2];
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* xj = token.Chunk(0, j, whole);
+    // p(i) = fma(w[8 + i], x[8 + i], w[i] · x[i]) of each octet; the tree
+    // ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)) as a, b, c.
+    auto p = [&](int i, int h) __attribute__((always_inline)) {
+      const __m256 lo = _mm256_mul_ps(_mm256_load_ps(packed.At(i, j) + 8 * h), _mm256_broadcast_ss(xj + i));
+      return _mm256_fmadd_ps(_mm256_load_ps(packed.At(8 + i, j) + 8 * h), _mm256_broadcast_ss(xj + 8 + i), lo);
+    };
+    __m256 a[2], b[2], c[2];
+    for (int h = 0; h < 2; ++h) a[h] = p(0, h);
+    for (int h = 0; h < 2; ++h) a[h] = _mm256_add_ps(a[h], p(1, h));
+    for (int h = 0; h < 2; ++h) b[h] = p(2, h);
+    for (int h = 0; h < 2; ++h) a[h] = _mm256_add_ps(a[h], _mm256_add_ps(b[h], p(3, h)));
+    for (int h = 0; h < 2; ++h) b[h] = p(4, h);
+    for (int h = 0; h < 2; ++h) b[h] = _mm256_add_ps(b[h], p(5, h));
+    for (int h = 0; h < 2; ++h) c[h] = p(6, h);
+    for (int h = 0; h < 2; ++h) {
+      b[h] = _mm256_add_ps(b[h], _mm256_add_ps(c[h], p(7, h)));
+      totals[h].Add(_mm256_add_ps(a[h], b[h]));
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int n = std::min(8, num_rows - 8 * h);
+    int64_t v[8];
+    totals[h].Store(v);
+    for (int i = 0; i < n; ++i) y[8 * h + i] = first ? v[i] : WrapAdd(y[8 * h + i], v[i]);
+  }
+}
+
+template <class Loader>
+void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
+                          int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
+  const PackedPanel<false> packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
+  const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  for (int64_t j0 = 0; j0 < chunks; j0 += kFixedBlockChunks) {
+    const int64_t j1 = std::min(chunks, j0 + kFixedBlockChunks);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      const PanelTokens<1> token(x + t * x_stride, x_stride, cols);
+      FixedPanelToken(packed, num_rows, j0, j1, token, whole, y + t * y_stride, j0 == 0);
+    }
+  }
+}
+
+}  // namespace tpserve::internal::TPSERVE_ISA_NS
