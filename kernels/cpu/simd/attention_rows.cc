@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/simd/exp_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
@@ -86,17 +87,22 @@ void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t i = 0;
 #if defined(__AVX2__)
-  // 32 outputs in four registers across all the rows.
-  for (; i + 32 <= n; i += 32) {
-    __m256 acc[4];
-    for (int c = 0; c < 4; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
+  // C · 8 outputs in C registers across all the rows: each register's adds form one chain through the
+  // rows, so 8 chains (64 outputs, a whole 64-element head) keep the adders busy where 4 waited on them.
+  auto outputs = [&](auto chains) __attribute__((always_inline)) {
+    constexpr int C = decltype(chains)::value;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
     for (int64_t r = 0; r < num_rows; ++r) {
       const __m256 wr = _mm256_set1_ps(w[r]);
       const float* vr = v + r * v_stride + i;
-      for (int c = 0; c < 4; ++c) acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(wr, _mm256_loadu_ps(vr + 8 * c)));
+      for (int c = 0; c < C; ++c) acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(wr, _mm256_loadu_ps(vr + 8 * c)));
     }
-    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out + i + 8 * c, acc[c]);
-  }
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + i + 8 * c, acc[c]);
+    i += 8 * C;
+  };
+  while (i + 64 <= n) outputs(std::integral_constant<int, 8>{});
+  while (i + 32 <= n) outputs(std::integral_constant<int, 4>{});
   for (; i + 8 <= n; i += 8) {
     __m256 acc = _mm256_loadu_ps(out + i);
     for (int64_t r = 0; r < num_rows; ++r) {
