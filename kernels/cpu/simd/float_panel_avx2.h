@@ -1,7 +1,7 @@
 // Internal to matmul_float.cc (AVX2 and up): the float weights' panels, the path of kFloatPanelMinTokens
-// tokens or more. A panel of kPanelRows rows is converted once per call to f32 in a chunk-major layout
-// with the rows in lanes: for each 16-column chunk and each column of it, the 16 rows' weights side by
-// side (rows past the panel and columns past `cols` are zero). A token's activation is broadcast to all
+// tokens or more. A panel of kPanelRows rows is converted once per call to f32 with the rows in lanes:
+// for each 16-column chunk and each column of it, the 16 rows' weights side by side (rows past the panel
+// and columns past `cols` are zero). A token's activation is broadcast to all
 // the rows, so one weight load feeds as many tokens as the registers hold (an outer product), where the
 // tiles' dot products take a weight load per row and two FMAs per token pair.
 //
@@ -31,9 +31,9 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 constexpr int64_t kPanelChunk = 16;  // columns per chunk: the canonical lane count
 
 // A packed panel: column l of chunk j (the panel's column 16j + l) holds the 16 rows' weights side by
-// side, at columns[l · lane_stride + j · chunk_stride]. FloatPanel packs lane-major (lane_stride = chunks:
-// one lane's pass reads a contiguous run, where chunk-major would read one line per kilobyte, which maps
-// onto 4 of the L1 cache's 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous KB).
+// side. FloatPanel packs lane-major (lane l's columns of all chunks consecutive: one lane's pass reads a
+// contiguous run, where chunk-major would read one line per kilobyte, which maps onto 4 of the L1 cache's
+// 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous kilobyte).
 struct alignas(64) PackedColumn {
   float r[kPanelRows];
 };
@@ -90,11 +90,11 @@ PackedPanel<kLaneMajor> PackPanel(const uint8_t* w, int64_t row_bytes, int num_r
 
 // NT tokens' activation rows (xt) and their zero-padded last partial chunk (tail), if cols has one.
 template <int NT>
-struct PanelTokens {
+struct TokenRows {
   const float* xt[NT];
   alignas(32) float tail[NT][kPanelChunk] = {};
 
-  PanelTokens(const uint8_t* x, int64_t x_stride, int64_t cols) {
+  TokenRows(const uint8_t* x, int64_t x_stride, int64_t cols) {
     const int64_t whole = cols / kPanelChunk * kPanelChunk;
     for (int t = 0; t < NT; ++t) {
       xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
@@ -115,7 +115,7 @@ template <int NT>
 void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8_t* x, int64_t x_stride, int64_t cols,
                       float* y, int64_t y_stride) {
   const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
-  const PanelTokens<NT> tokens(x, x_stride, cols);
+  const TokenRows<NT> tokens(x, x_stride, cols);
   alignas(32) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
   for (int64_t j0 = 0; j0 < chunks; j0 += kFloatBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
@@ -192,7 +192,7 @@ constexpr int64_t kFixedBlockChunks = 16;  // 256 columns: 16 KB of the panel, i
 // two tokens sharing the weights' loads ran no faster (36-39 GFLOP/s per core either way, SmolLM2's
 // 576 x 1536 F16 at T = 128), three spilled.
 inline void FixedPanelToken(const PackedPanel<false>& packed, int num_rows, int64_t j0, int64_t j1,
-                            const PanelTokens<1>& token, int64_t whole, int64_t* y, bool first) {
+                            const TokenRows<1>& token, int64_t whole, int64_t* y, bool first) {
   FixedOctet totals[2];
   for (int64_t j = j0; j < j1; ++j) {
     const float* xj = token.Chunk(0, j, whole);
@@ -231,7 +231,7 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
   for (int64_t j0 = 0; j0 < chunks; j0 += kFixedBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFixedBlockChunks);
     for (int64_t t = 0; t < num_tokens; ++t) {
-      const PanelTokens<1> token(x + t * x_stride, x_stride, cols);
+      const TokenRows<1> token(x + t * x_stride, x_stride, cols);
       FixedPanelToken(packed, num_rows, j0, j1, token, whole, y + t * y_stride, j0 == 0);
     }
   }
