@@ -11,6 +11,11 @@
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/level_kernels.h"
 
+// AVX2 without AVX-512 takes four rows at once (Dot4).
+#if defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+#define TPSERVE_DOT4 1
+#endif
+
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
 
@@ -51,7 +56,7 @@ inline float Dot(const float* a, const float* b, int64_t n) {
 #endif
 }
 
-#if defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+#if TPSERVE_DOT4
 // Four rows of whole 16-element chunks at once: q's chunk loaded once for the four, and the four folds
 // done together, each Fold16's adds in its order: b = lo + hi; s[i] = b[i] + b[i + 4] as 128-bit halves
 // of two rows side by side; (s0 + s2) and (s1 + s3) by two shuffles and an add; their sum by hadd.
@@ -83,7 +88,7 @@ inline void Dot4(const float* q, const float* k, int64_t k_stride, int64_t n, fl
 
 void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t r = 0;
-#if defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+#if TPSERVE_DOT4
   if (n % 16 == 0) {
     for (; r + 4 <= num_rows; r += 4) Dot4(q, k + r * k_stride, k_stride, n, out + r);
   }

@@ -41,8 +41,7 @@ template <bool kLaneMajor>
 struct PackedPanel {
   PackedColumn* columns;
   int64_t chunks;
-  const float* At(int l, int64_t j) const { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
-  float* At(int l, int64_t j) { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
+  float* At(int l, int64_t j) const { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
 };
 
 // Packs rows [0, num_rows) of w into packed's 16 · ceil(cols / 16) columns; Loader reads 8 weights as f32.
@@ -93,16 +92,16 @@ template <int NT>
 struct TokenRows {
   const float* xt[NT];
   alignas(32) float tail[NT][kPanelChunk] = {};
+  int64_t whole;  // the number of whole chunks
 
-  TokenRows(const uint8_t* x, int64_t x_stride, int64_t cols) {
-    const int64_t whole = cols / kPanelChunk * kPanelChunk;
+  TokenRows(const uint8_t* x, int64_t x_stride, int64_t cols) : whole(cols / kPanelChunk) {
     for (int t = 0; t < NT; ++t) {
       xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
-      std::memcpy(tail[t], xt[t] + whole, (cols - whole) * sizeof(float));
+      std::memcpy(tail[t], xt[t] + whole * kPanelChunk, (cols - whole * kPanelChunk) * sizeof(float));
     }
   }
-  // Token t's 16 activations of chunk j (whole: the number of whole chunks).
-  const float* Chunk(int t, int64_t j, int64_t whole) const { return j < whole ? xt[t] + j * kPanelChunk : tail[t]; }
+  // Token t's 16 activations of chunk j.
+  const float* Chunk(int t, int64_t j) const { return j < whole ? xt[t] + j * kPanelChunk : tail[t]; }
 };
 
 // ---- FloatPanel ----
@@ -114,8 +113,9 @@ constexpr int64_t kFloatBlockChunks = 48;   // 768 columns: 6 tokens' activation
 template <int NT>
 void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8_t* x, int64_t x_stride, int64_t cols,
                       float* y, int64_t y_stride) {
-  const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
+  const int64_t whole = tokens.whole;
   alignas(32) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
   for (int64_t j0 = 0; j0 < chunks; j0 += kFloatBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
@@ -192,10 +192,10 @@ constexpr int64_t kFixedBlockChunks = 16;  // 256 columns: 16 KB of the panel, i
 // two tokens sharing the weights' loads ran no faster (36-39 GFLOP/s per core either way, SmolLM2's
 // 576 x 1536 F16 at T = 128), three spilled.
 inline void FixedPanelToken(const PackedPanel<false>& packed, int num_rows, int64_t j0, int64_t j1,
-                            const TokenRows<1>& token, int64_t whole, int64_t* y, bool first) {
+                            const TokenRows<1>& token, int64_t* y, bool first) {
   FixedOctet totals[2];
   for (int64_t j = j0; j < j1; ++j) {
-    const float* xj = token.Chunk(0, j, whole);
+    const float* xj = token.Chunk(0, j);
     // p(i) = fma(w[8 + i], x[8 + i], w[i] · x[i]) of each octet; the tree
     // ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)) as a, b, c.
     auto p = [&](int i, int h) __attribute__((always_inline)) {
@@ -227,12 +227,12 @@ template <class Loader>
 void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                           int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
   const PackedPanel<false> packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
-  const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   for (int64_t j0 = 0; j0 < chunks; j0 += kFixedBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFixedBlockChunks);
     for (int64_t t = 0; t < num_tokens; ++t) {
       const TokenRows<1> token(x + t * x_stride, x_stride, cols);
-      FixedPanelToken(packed, num_rows, j0, j1, token, whole, y + t * y_stride, j0 == 0);
+      FixedPanelToken(packed, num_rows, j0, j1, token, y + t * y_stride, j0 == 0);
     }
   }
 }
