@@ -9,9 +9,9 @@
 //   quantised: one term per 32-value block, RNE(f32(Σ_j scale_h·qw[j]·qa[j]) · f32(d_w·2^32·d_a)
 //              [+ f32(m·2^32·Σa), offset types] [+ f32(Σ_j min_h·qa[j]) · f32(−dmin·2^32·d_a), Q2_K]),
 //              the integer dots exact (|Σ| < 2^24, so their f32 is exact too; simd/matmul_quant.cc);
-//   float:     one term per chunk at c, RNE(S · 2^32), S the f32 sum ((p(0) + p(1)) + (p(2) + p(3))) +
-//              ((p(4) + p(5)) + (p(6) + p(7))) of p(j) = fma(w[c+8+j], x[c+8+j], w[c+j] · x[c+j]) (one,
-//              not one per lane: the f32 → int64 conversion is the costly step; eight outputs share one).
+//   float:     one term per chunk at c, RNE(S · 2^32), S the f32 fma chain S = w[c] · x[c],
+//              S = fma(w[c + i], x[c + i], S) for i = 1..15 (one chain per output holds in a register
+//              whether the rows, the tokens or nothing lie in the vector lanes; simd/matmul_float.cc).
 // Integer addition is exact and order-free, so a matrix split into column ranges at chunk
 // boundaries (multiples of 32 columns, or of 16 for float weights; a K-quant's data can only be
 // sliced at its 256-value super-blocks), multiplied piecewise and summed

@@ -108,7 +108,7 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
-    // Float weights: 300 columns are two of the panel's column blocks and a partial chunk.
+    // Float weights: 300 columns are 18 whole chunks and a partial one.
     const std::vector<int64_t> cols_list =
         IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 300};
     for (int64_t cols : cols_list) {

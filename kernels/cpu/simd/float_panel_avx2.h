@@ -185,54 +185,106 @@ void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
 
 // ---- FixedPointFloatPanel ----
 
-constexpr int64_t kFixedBlockChunks = 16;  // 256 columns: 16 KB of the panel, in L1 while every token passes
+constexpr int kFixedPanelTokens = 6;  // 6 tokens × 2 row halves: 12 chains beside 2 weights and a broadcast
+constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (FixedDirectTokens)
 
-// Chunks [j0, j1) of one token against the packed panel's 16 rows (two octets sharing the token's
-// broadcasts); y[r] (r < num_rows) takes their integers (first: is set to them). One token at a time:
-// two tokens sharing the weights' loads ran no faster (36-39 GFLOP/s per core either way, SmolLM2's
-// 576 x 1536 F16 at T = 128), three spilled.
-inline void FixedPanelToken(const PackedPanel<false>& packed, int num_rows, int64_t j0, int64_t j1,
-                            const TokenRows<1>& token, int64_t* y, bool first) {
-  FixedOctet totals[2];
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* xj = token.Chunk(0, j);
-    // p(i) = fma(w[8 + i], x[8 + i], w[i] · x[i]) of each octet; the tree
-    // ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)) as a, b, c.
-    auto p = [&](int i, int h) __attribute__((always_inline)) {
-      const __m256 lo = _mm256_mul_ps(_mm256_load_ps(packed.At(i, j) + 8 * h), _mm256_broadcast_ss(xj + i));
-      return _mm256_fmadd_ps(_mm256_load_ps(packed.At(8 + i, j) + 8 * h), _mm256_broadcast_ss(xj + 8 + i), lo);
-    };
-    __m256 a[2], b[2], c[2];
-    for (int h = 0; h < 2; ++h) a[h] = p(0, h);
-    for (int h = 0; h < 2; ++h) a[h] = _mm256_add_ps(a[h], p(1, h));
-    for (int h = 0; h < 2; ++h) b[h] = p(2, h);
-    for (int h = 0; h < 2; ++h) a[h] = _mm256_add_ps(a[h], _mm256_add_ps(b[h], p(3, h)));
-    for (int h = 0; h < 2; ++h) b[h] = p(4, h);
-    for (int h = 0; h < 2; ++h) b[h] = _mm256_add_ps(b[h], p(5, h));
-    for (int h = 0; h < 2; ++h) c[h] = p(6, h);
-    for (int h = 0; h < 2; ++h) {
-      b[h] = _mm256_add_ps(b[h], _mm256_add_ps(c[h], p(7, h)));
-      totals[h].Add(_mm256_add_ps(a[h], b[h]));
+// NT tokens' sums over every chunk: sums[t][r] += RNE(S · 2^32) + kFixedTermBias per chunk, S the chunk's
+// fma chain for row r (one register per output: s = w[c] · x[c], then s = fma(w[c + i], x[c + i], s)).
+template <int NT>
+void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_t x_stride, int64_t cols,
+                      int64_t (*sums)[kPanelRows]) {
+  const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
+  const TokenRows<NT> tokens(x, x_stride, cols);
+  auto chunk = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
+    __m256 s[NT][2];
+    for (int c = 0; c < kPanelChunk; ++c) {
+      const float* column = packed.At(c, j);
+      const __m256 w0 = _mm256_load_ps(column), w1 = _mm256_load_ps(column + 8);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 xv = _mm256_broadcast_ss(x_at(t) + c);
+        s[t][0] = c == 0 ? _mm256_mul_ps(w0, xv) : _mm256_fmadd_ps(w0, xv, s[t][0]);
+        s[t][1] = c == 0 ? _mm256_mul_ps(w1, xv) : _mm256_fmadd_ps(w1, xv, s[t][1]);
+      }
     }
+    for (int t = 0; t < NT; ++t) {
+      for (int h = 0; h < 2; ++h) AddFixedTerms8(s[t][h], sums[t] + 8 * h);
+    }
+  };
+  for (int64_t j = 0; j < tokens.whole; ++j) chunk(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
+  if (tokens.whole < chunks) chunk(tokens.whole, [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
+}
+
+// Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, each
+// chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two row octets'
+// side by side. Rows past num_rows repeat the last row (their sums are never read).
+template <class Loader, int NT>
+void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
+                       int64_t cols, int64_t (*sums)[kPanelRows]) {
+  const TokenRows<NT> tokens(x, x_stride, cols);
+  const uint8_t* rows[kPanelRows];
+  for (int i = 0; i < kPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
+  auto chunk = [&](auto w_at, auto x_at) __attribute__((always_inline)) {
+    __m256 s[2][NT];
+    for (int q = 0; q < 2; ++q) {  // columns 8q..8q+7 of the chunk
+      __m256i v[2][8];
+      for (int h = 0; h < 2; ++h) {
+        for (int i = 0; i < 8; ++i) v[h][i] = _mm256_castps_si256(Loader::Load(w_at(8 * h + i) + 8 * q * Loader::kBytes));
+        Transpose8x8(v[h]);  // v[h][c]: column 8q + c of rows 8h..8h+7
+      }
+      for (int c = 0; c < 8; ++c) {
+        for (int t = 0; t < NT; ++t) {
+          const __m256 xv = _mm256_broadcast_ss(x_at(t) + 8 * q + c);
+          for (int h = 0; h < 2; ++h) {
+            const __m256 wc = _mm256_castsi256_ps(v[h][c]);
+            s[h][t] = q == 0 && c == 0 ? _mm256_mul_ps(wc, xv) : _mm256_fmadd_ps(wc, xv, s[h][t]);
+          }
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      for (int h = 0; h < 2; ++h) AddFixedTerms8(s[h][t], sums[t] + 8 * h);
+    }
+  };
+  const int64_t whole = tokens.whole;
+  for (int64_t j = 0; j < whole; ++j) {
+    chunk([&](int i) { return rows[i] + j * kPanelChunk * Loader::kBytes; },
+          [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
   }
-  for (int h = 0; h < 2; ++h) {
-    const int n = std::min(8, num_rows - 8 * h);
-    int64_t v[8];
-    totals[h].Store(v);
-    for (int i = 0; i < n; ++i) y[8 * h + i] = first ? v[i] : WrapAdd(y[8 * h + i], v[i]);
+  if (whole * kPanelChunk < cols) {
+    alignas(32) uint8_t tail[kPanelRows][kPanelChunk * 4] = {};
+    for (int i = 0; i < kPanelRows; ++i) {
+      std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes, (cols - whole * kPanelChunk) * Loader::kBytes);
+    }
+    chunk([&](int i) { return static_cast<const uint8_t*>(tail[i]); },
+          [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
   }
 }
 
 template <class Loader>
 void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                           int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
-  const PackedPanel<false> packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
-  const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
-  for (int64_t j0 = 0; j0 < chunks; j0 += kFixedBlockChunks) {
-    const int64_t j1 = std::min(chunks, j0 + kFixedBlockChunks);
-    for (int64_t t = 0; t < num_tokens; ++t) {
-      const TokenRows<1> token(x + t * x_stride, x_stride, cols);
-      FixedPanelToken(packed, num_rows, j0, j1, token, y + t * y_stride, j0 == 0);
+  using DirectFn = void (*)(const uint8_t*, int64_t, int, const uint8_t*, int64_t, int64_t, int64_t (*)[kPanelRows]);
+  static constexpr DirectFn kDirect[kFixedPackMinTokens] = {nullptr, FixedDirectTokens<Loader, 1>,
+                                                            FixedDirectTokens<Loader, 2>, FixedDirectTokens<Loader, 3>};
+  using TokensFn = void (*)(const PackedPanel<false>&, const uint8_t*, int64_t, int64_t, int64_t (*)[kPanelRows]);
+  static constexpr TokensFn kTokens[kFixedPanelTokens + 1] = {
+      nullptr, FixedPanelTokens<1>, FixedPanelTokens<2>, FixedPanelTokens<3>,
+      FixedPanelTokens<4>, FixedPanelTokens<5>, FixedPanelTokens<6>};
+  const bool direct = num_tokens < kFixedPackMinTokens;
+  PackedPanel<false> packed{};
+  if (!direct) packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
+  // Every term carried one kFixedTermBias.
+  const uint64_t bias = kFixedTermBias * static_cast<uint64_t>((cols + kPanelChunk - 1) / kPanelChunk);
+  for (int64_t t = 0; t < num_tokens; t += kFixedPanelTokens) {
+    const int nt = static_cast<int>(std::min<int64_t>(kFixedPanelTokens, num_tokens - t));
+    alignas(32) int64_t sums[kFixedPanelTokens][kPanelRows] = {};
+    if (direct) {
+      kDirect[nt](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);
+    } else {
+      kTokens[nt](packed, x + t * x_stride, x_stride, cols, sums);
+    }
+    for (int i = 0; i < nt; ++i) {
+      for (int r = 0; r < num_rows; ++r) y[(t + i) * y_stride + r] = WrapAdd(sums[i][r], static_cast<int64_t>(-bias));
     }
   }
 }

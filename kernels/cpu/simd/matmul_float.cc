@@ -8,6 +8,7 @@
 //
 // MatMulFixedPoint's: 16-column chunks, each summed in f32 to one term rounded into int64
 // (fixed_point_lanes.h); integer sums, so the order of the chunks does not matter.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -254,78 +255,19 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 }
 #endif
 
-// Fixed-point tiles: 16-column chunks. Lane j < 8 of the chunk at c is
-// p(j) = fma(w[c+8+j], x[c+8+j], w[c+j] · x[c+j]), the chunk's sum
-// S = ((p(0) + p(1)) + (p(2) + p(3))) + ((p(4) + p(5)) + (p(6) + p(7))) in f32 (the order of
-// _mm256_hadd_ps), and RNE(S · 2^32) its integer. A tail chunk is zero-padded and its padding operations
-// are done too. (Measured against 32-column chunks, 576 x 1536 F16 at T=128: 63 GFLOP/s against 83; but
-// those would split attn_output only every 2 heads of 16, refusing TP 3 and 4 on 4-head toy models.)
+// Fixed point: 16-column chunks. Output (t, r)'s chunk at c is the f32 fma chain s = w[c] · x[c],
+// s = fma(w[c + i], x[c + i], s) for i = 1..15, and RNE(s · 2^32) its integer; a tail chunk is zero-padded
+// (its padding fmas leave s's value). A chain is one register per output whichever way the rows and
+// tokens lie, so the SIMD levels run every token count through the panels, rows in lanes
+// (float_panel_avx2.h); the portable level runs it in scalars. (Measured against 32-column chunks, 576 x
+// 1536 F16 at T=128: 63 GFLOP/s against 83 with the earlier tree per chunk; but those would split
+// attn_output only every 2 heads of 16, refusing TP 3 and 4 on 4-head toy models.)
 constexpr int64_t kFixedChunk = 16;
-constexpr int kFixedGroups = kFixedChunk / 8;  // a chunk is groups of 8 lanes
 
 #if TPSERVE_FIXED_POINT_AVX2
-// Lane o of the result: the sum S of p[o]'s 8 lanes in the canonical order (o < N; the others 0).
-template <int N>
-inline __m256 ChunkSums(const __m256 (&p)[N]) {
-  static_assert(N <= 8);
-  auto at = [&](int o) { return o < N ? p[o] : _mm256_setzero_ps(); };
-  // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7]
-  const __m256 low4 = _mm256_hadd_ps(_mm256_hadd_ps(at(0), at(1)), _mm256_hadd_ps(at(2), at(3)));
-  const __m256 high4 = _mm256_hadd_ps(_mm256_hadd_ps(at(4), at(5)), _mm256_hadd_ps(at(6), at(7)));
-  // low4 = [o0..o3: (p0+p1)+(p2+p3) | o0..o3: (p4+p5)+(p6+p7)], high4 the same for o4..o7.
-  return _mm256_add_ps(_mm256_permute2f128_ps(low4, high4, 0x20), _mm256_permute2f128_ps(low4, high4, 0x31));
-}
-
-// The most outputs of one pass: eight 8-lane products beside a weight and the tokens' activations, and
-// the eight outputs' chunk sums share one conversion.
-constexpr int kFixedPassOutputs = 8;
-
-template <class Loader, int NR, int NT>
-void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
-                         int64_t* y, int64_t y_stride) {
-  constexpr int kTokensPerPass = kFixedPassOutputs / NR;
-  if constexpr (NT > kTokensPerPass) {
-    // Tokens in groups, as FloatTile: which outputs share a loop changes, never an output's own sequence.
-    FixedPointFloatTile<Loader, NR, kTokensPerPass>(w, row_bytes, x, x_stride, cols, y, y_stride);
-    FixedPointFloatTile<Loader, NR, NT - kTokensPerPass>(w, row_bytes, x + kTokensPerPass * x_stride, x_stride,
-                                                         cols, y + kTokensPerPass * y_stride, y_stride);
-  } else {
-    constexpr int kOutputs = NR * NT;  // output o = r · NT + t
-    FixedOctet totals;
-    // w_at(r): the chunk's first weight byte in row r; x_at(t): its first activation of token t.
-    auto chunk = [&](auto w_at, auto x_at) {
-      __m256 p[kOutputs];
-      for (int g = 0; g < kFixedGroups; ++g) {
-        __m256 xv[NT];
-        for (int t = 0; t < NT; ++t) xv[t] = _mm256_loadu_ps(x_at(t) + 8 * g);
-        for (int r = 0; r < NR; ++r) {
-          const __m256 wv = Loader::Load(w_at(r) + 8 * g * Loader::kBytes);
-          for (int t = 0; t < NT; ++t) {
-            __m256& acc = p[r * NT + t];
-            acc = g == 0 ? _mm256_mul_ps(wv, xv[t]) : _mm256_fmadd_ps(wv, xv[t], acc);
-          }
-        }
-      }
-      totals.Add(ChunkSums(p));
-    };
-    int64_t k = 0;
-    for (; k + kFixedChunk <= cols; k += kFixedChunk) {
-      chunk([&](int r) { return w + r * row_bytes + k * Loader::kBytes; },
-            [&](int t) { return reinterpret_cast<const float*>(x + t * x_stride) + k; });
-    }
-    if (k < cols) {
-      const int64_t rest = cols - k;
-      alignas(32) uint8_t wtail[NR][kFixedChunk * 4] = {};
-      alignas(32) float xtail[NT][kFixedChunk] = {};
-      for (int r = 0; r < NR; ++r) std::memcpy(wtail[r], w + r * row_bytes + k * Loader::kBytes, rest * Loader::kBytes);
-      for (int t = 0; t < NT; ++t) {
-        std::memcpy(xtail[t], reinterpret_cast<const float*>(x + t * x_stride) + k, rest * sizeof(float));
-      }
-      chunk([&](int r) { return static_cast<const uint8_t*>(wtail[r]); },
-            [&](int t) { return static_cast<const float*>(xtail[t]); });
-    }
-    for (int o = 0; o < kOutputs; ++o) y[(o % NT) * y_stride + o / NT] = totals.Total(o);
-  }
+template <class Loader>
+TileTable<int64_t> MakeFixedPointTable() {
+  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1};
 }
 using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;
@@ -338,34 +280,19 @@ void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, 
     const auto* xt = reinterpret_cast<const float*>(x + t * x_stride);
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = w + r * row_bytes;
-      auto weight = [&](int64_t k) { return k < cols ? Loader::Load(row, k) : 0.0f; };
-      auto act = [&](int64_t k) { return k < cols ? xt[k] : 0.0f; };
       int64_t acc = 0;
       for (int64_t c = 0; c < cols; c += kFixedChunk) {
-        float p[8];
-        for (int j = 0; j < 8; ++j) p[j] = weight(c + j) * act(c + j);
-        for (int g = 1; g < kFixedGroups; ++g) {
-          for (int j = 0; j < 8; ++j) p[j] = std::fma(weight(c + 8 * g + j), act(c + 8 * g + j), p[j]);
-        }
-        const float sum = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-        acc = WrapAdd(acc, ToFixed(sum * kFixedPointScale));
+        float s = Loader::Load(row, c) * xt[c];
+        for (int64_t k = c + 1; k < std::min(cols, c + kFixedChunk); ++k) s = std::fma(Loader::Load(row, k), xt[k], s);
+        acc = WrapAdd(acc, ToFixed(s * kFixedPointScale));
       }
       y[t * y_stride + r] = acc;
     }
   }
 }
-using Lane8F32 = LoadF32;
-using Lane8F16 = LoadF16;
-using Lane8BF16 = LoadBF16;
-#endif
 
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
-#if TPSERVE_FIXED_POINT_AVX2
-  constexpr PanelFn<int64_t> kPanel = FixedPointFloatPanel<Loader>;
-#else
-  constexpr PanelFn<int64_t> kPanel = nullptr;
-#endif
   return TileTable<int64_t>{{
       {FixedPointFloatTile<Loader, 1, 1>, FixedPointFloatTile<Loader, 1, 2>, FixedPointFloatTile<Loader, 1, 3>,
        FixedPointFloatTile<Loader, 1, 4>},
@@ -373,8 +300,12 @@ TileTable<int64_t> MakeFixedPointTable() {
        FixedPointFloatTile<Loader, 2, 4>},
       {FixedPointFloatTile<Loader, 4, 1>, FixedPointFloatTile<Loader, 4, 2>, FixedPointFloatTile<Loader, 4, 3>,
        FixedPointFloatTile<Loader, 4, 4>},
-  }, kPanel, nullptr, kFloatPanelMinTokens};
+  }};
 }
+using Lane8F32 = LoadF32;
+using Lane8F16 = LoadF16;
+using Lane8BF16 = LoadBF16;
+#endif
 
 template <class Loader>
 TileTable<float> MakeTable() {
