@@ -1,8 +1,10 @@
 #include "kernels/cpu/paged_attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common/check.h"
@@ -14,34 +16,47 @@ namespace {
 // The most query heads one item attends for (grouped-query models share a KV head among 4 to 8).
 constexpr int64_t kMaxGroupHeads = 16;
 
-// Per-thread buffers of AttendGroup: the scores of each head, and (other cache types than F32) one
-// block of dequantised keys or values.
+// Per-thread buffers of AttendGroup: the scores of each token and head, and (other cache types than F32)
+// one block of dequantised keys or values.
 struct AttendScratch {
   std::vector<float> scores, rows;
 };
 
-// One token and a group of the query heads that read one KV head: each block of keys, then of values,
-// is fetched (and dequantised) once and used by every head of the group while it is in L1.
+// The most tokens of one item: a prefill's consecutive tokens of one sequence read the same KV blocks, so
+// an item takes a run of them and each block is fetched once for the run instead of once per token.
+constexpr int64_t kMaxItemTokens = 8;
+
+// A run of tokens [t, t + num_tokens) of one sequence and a group of the query heads that read one KV
+// head: each block of keys, then of values, is fetched (and dequantised) once and used by every token and
+// head of the item while it is in L1.
 struct AttendItem {
   int64_t t;
+  int64_t num_tokens;
   int64_t kv_head;
   const int32_t* heads;  // the group's query heads
   int64_t num_heads;
 };
 
-// Each (token, head) of the item: two passes over the keys first..p in position order (first = 0, or
+// Each (token, head) of the item: two passes over its keys first..p in position order (first = 0, or
 // the window's start). Scores q·k in the canonical 16-lane order of the active level's dot_rows
 // (kernels/cpu/simd/canonical_dot.cc), softmax by its exp_scores (PortableExpF, the sum in position
 // order), values accumulated element-wise in position order by its accumulate_rows. A cache of another
-// type is read through the level's dequantize_kv_row into the same arithmetic. The heads share loads,
-// never arithmetic: a head's result is the same in any group.
+// type is read through the level's dequantize_kv_row into the same arithmetic. Tokens and heads share
+// loads, never arithmetic: a (token, head)'s result is the same in any item.
 void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScratch* scratch) {
   const internal::IsaKernels& kernels = internal::ActiveKernels();
-  const int64_t D = a.head_dim, bs = a.block_size, t = item.t, g = item.num_heads;
-  const int64_t end = static_cast<int64_t>(a.positions[t]) + 1;  // keys [first, end)
-  const int64_t first = a.sliding_window > 0 ? std::max<int64_t>(0, end - a.sliding_window) : 0;
-  const int64_t num_keys = end - first;
-  const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[t]) * a.max_blocks_per_seq;
+  const int64_t D = a.head_dim, bs = a.block_size, n = item.num_tokens, g = item.num_heads;
+  // Token i of the run attends keys [first[i], end[i]); its g rows of scores start at base[i].
+  int64_t first[kMaxItemTokens], end[kMaxItemTokens], base[kMaxItemTokens + 1] = {0};
+  int64_t lo = INT64_MAX, hi = 0;  // the union of the tokens' keys
+  for (int64_t i = 0; i < n; ++i) {
+    end[i] = static_cast<int64_t>(a.positions[item.t + i]) + 1;
+    first[i] = a.sliding_window > 0 ? std::max<int64_t>(0, end[i] - a.sliding_window) : 0;
+    base[i + 1] = base[i] + g * (end[i] - first[i]);
+    lo = std::min(lo, first[i]);
+    hi = std::max(hi, end[i]);
+  }
+  const int32_t* table = a.block_tables + static_cast<int64_t>(a.token_seq[item.t]) * a.max_blocks_per_seq;
   const bool direct = a.kv_dtype == DType::kF32;
   const int64_t row_bytes = DTypeRowBytes(a.kv_dtype, D);
   // Position j's row of the item's KV head inside a cache [num_blocks, bs, Hkv] of rows.
@@ -49,11 +64,11 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     const int64_t block = table[j / bs];
     return static_cast<const uint8_t*>(cache) + ((block * bs + j % bs) * a.num_kv_heads + item.kv_head) * row_bytes;
   };
-  if (static_cast<int64_t>(scratch->scores.size()) < g * num_keys) scratch->scores.resize(g * num_keys);
+  if (static_cast<int64_t>(scratch->scores.size()) < base[n]) scratch->scores.resize(base[n]);
   if (!direct) scratch->rows.resize(bs * D);
-  auto scores = [&](int64_t i) { return scratch->scores.data() + i * num_keys; };
-  auto query = [&](int64_t i) { return a.q + (t * a.num_heads + item.heads[i]) * D; };
-  auto output = [&](int64_t i) { return a.out + (t * a.num_heads + item.heads[i]) * D; };
+  auto scores = [&](int64_t i, int64_t h) { return scratch->scores.data() + base[i] + h * (end[i] - first[i]); };
+  auto query = [&](int64_t i, int64_t h) { return a.q + ((item.t + i) * a.num_heads + item.heads[h]) * D; };
+  auto output = [&](int64_t i, int64_t h) { return a.out + ((item.t + i) * a.num_heads + item.heads[h]) * D; };
   // Rows [j, j + rows) of one block of `cache` as f32, *stride floats apart: in place for an F32 cache,
   // else dequantised into the scratch rows. A block's rows of one KV head lie Hkv rows apart, a stride the
   // hardware prefetcher does not follow: the next block's rows are asked for while this one is used
@@ -62,9 +77,9 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
   const int64_t row_stride = a.num_kv_heads * row_bytes;
   auto block_rows = [&](const void* cache, int64_t j, int64_t rows, int64_t* stride) -> const float* {
     const int64_t next = j + rows;  // the next block's first position
-    if (next < end) {
+    if (next < hi) {
       const uint8_t* p = row(cache, next);
-      for (int64_t r = 0; r < std::min(bs, end - next); ++r, p += row_stride) {
+      for (int64_t r = 0; r < std::min(bs, hi - next); ++r, p += row_stride) {
         for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off);
       }
     }
@@ -79,39 +94,66 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     *stride = D;
     return scratch->rows.data();
   };
-  // A block's positions are contiguous in the cache (stride Hkv rows): one dot_rows call per block and head.
-  for (int64_t j = first; j < end;) {
-    const int64_t rows = std::min(bs - j % bs, end - j);
-    int64_t stride = 0;
-    const float* k = block_rows(a.k_cache, j, rows, &stride);
-    for (int64_t i = 0; i < g; ++i) kernels.dot_rows(query(i), k, stride, rows, D, scores(i) + (j - first));
-    j += rows;
+  // Each block of the union once (its positions are contiguous in the cache, stride Hkv rows), with
+  // fn(i, from, count, rows, stride) for each token i whose keys [from, from + count) it holds; rows is
+  // position `from`'s row.
+  auto for_blocks = [&](const void* cache, auto fn) {
+    for (int64_t j = lo; j < hi;) {
+      const int64_t rows = std::min(bs - j % bs, hi - j);
+      int64_t stride = 0;
+      const float* block = block_rows(cache, j, rows, &stride);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t from = std::max(j, first[i]), to = std::min(j + rows, end[i]);
+        if (from < to) fn(i, from, to - from, block + (from - j) * stride, stride);
+      }
+      j += rows;
+    }
+  };
+  for_blocks(a.k_cache, [&](int64_t i, int64_t from, int64_t count, const float* k, int64_t stride) {
+    for (int64_t h = 0; h < g; ++h) kernels.dot_rows(query(i, h), k, stride, count, D, scores(i, h) + (from - first[i]));
+  });
+  float inv_sum[kMaxItemTokens][kMaxGroupHeads];
+  for (int64_t i = 0; i < n; ++i) {
+    kernels.exp_scores(scores(i, 0), g, end[i] - first[i], a.scale, inv_sum[i]);
+    for (int64_t h = 0; h < g; ++h) {
+      inv_sum[i][h] = 1.0f / inv_sum[i][h];
+      std::memset(output(i, h), 0, D * sizeof(float));
+    }
   }
-  float inv_sum[kMaxGroupHeads];
-  kernels.exp_scores(scores(0), g, num_keys, a.scale, inv_sum);
-  for (int64_t i = 0; i < g; ++i) {
-    inv_sum[i] = 1.0f / inv_sum[i];
-    std::memset(output(i), 0, D * sizeof(float));
-  }
-  for (int64_t j = first; j < end;) {
-    const int64_t rows = std::min(bs - j % bs, end - j);
-    int64_t stride = 0;
-    const float* v = block_rows(a.v_cache, j, rows, &stride);
-    for (int64_t i = 0; i < g; ++i) kernels.accumulate_rows(scores(i) + (j - first), v, stride, rows, D, output(i));
-    j += rows;
-  }
-  for (int64_t i = 0; i < g; ++i) {
-    float* out = output(i);
-    for (int64_t e = 0; e < D; ++e) out[e] *= inv_sum[i];
+  for_blocks(a.v_cache, [&](int64_t i, int64_t from, int64_t count, const float* v, int64_t stride) {
+    for (int64_t h = 0; h < g; ++h) {
+      kernels.accumulate_rows(scores(i, h) + (from - first[i]), v, stride, count, D, output(i, h));
+    }
+  });
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t h = 0; h < g; ++h) {
+      float* out = output(i, h);
+      for (int64_t e = 0; e < D; ++e) out[e] *= inv_sum[i][h];
+    }
   }
 }
 
-// The items of a batch: per token, per KV head, its query heads in groups as large as still give every
-// thread an item (GQA models read each KV block once per group instead of once per head).
+// The items of a batch: runs of one sequence's consecutive tokens, per KV head its query heads in groups.
+// Runs are as long as still give every thread two items (later tokens of a prefill attend to more keys),
+// groups as large as still give every thread one (GQA models read each KV block once per group instead of
+// once per head, prefills once per run instead of once per token).
 struct AttendPlan {
   std::vector<int32_t> heads_by_kv;  // the query heads of KV head 0, then of 1, ..., each in head order
   std::vector<AttendItem> items;     // pointing into heads_by_kv
 };
+
+// The runs of at most max_tokens consecutive tokens of one sequence, as (first token, count).
+std::vector<std::pair<int64_t, int64_t>> TokenRuns(const PagedAttentionArgs& a, int64_t max_tokens) {
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    if (!runs.empty() && runs.back().second < max_tokens && a.token_seq[t] == a.token_seq[runs.back().first]) {
+      ++runs.back().second;
+    } else {
+      runs.push_back({t, 1});
+    }
+  }
+  return runs;
+}
 
 AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
   // Counting sort of the query heads on kv_head_of_q: KV head k's heads are [kv_begin[k], kv_begin[k + 1]).
@@ -130,12 +172,20 @@ AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
   for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
     if (kv_begin[kvh + 1] > kv_begin[kvh]) min_heads = std::min(min_heads, kv_begin[kvh + 1] - kv_begin[kvh]);
   }
+  const int64_t wanted = 2 * threads;
+  int64_t run_tokens = kMaxItemTokens;
+  std::vector<std::pair<int64_t, int64_t>> runs = TokenRuns(a, run_tokens);
+  while (run_tokens > 1 && static_cast<int64_t>(runs.size()) * a.num_kv_heads < wanted) {
+    run_tokens /= 2;
+    runs = TokenRuns(a, run_tokens);
+  }
   int64_t group = min_heads;
-  while (group > 1 && a.num_tokens * a.num_kv_heads * ((min_heads + group - 1) / group) < threads) --group;
-  for (int64_t t = 0; t < a.num_tokens; ++t) {
+  const int64_t num_runs = static_cast<int64_t>(runs.size());
+  while (group > 1 && num_runs * a.num_kv_heads * ((min_heads + group - 1) / group) < threads) --group;
+  for (const auto& [t, count] : runs) {
     for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
       for (int64_t h = kv_begin[kvh]; h < kv_begin[kvh + 1]; h += group) {
-        plan.items.push_back({t, kvh, plan.heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
+        plan.items.push_back({t, count, kvh, plan.heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
       }
     }
   }

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TPSERVE_FIXED_POINT_AVX2 1
