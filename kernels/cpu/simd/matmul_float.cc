@@ -262,8 +262,6 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 // (float_panel_avx2.h); the portable level runs it in scalars. (Measured against 32-column chunks, 576 x
 // 1536 F16 at T=128: 63 GFLOP/s against 83 with the earlier tree per chunk; but those would split
 // attn_output only every 2 heads of 16, refusing TP 3 and 4 on 4-head toy models.)
-constexpr int64_t kFixedChunk = 16;
-
 #if TPSERVE_FIXED_POINT_AVX2
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
@@ -273,6 +271,8 @@ using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;
 using Lane8BF16 = Load8BF16;
 #else
+constexpr int64_t kFixedChunk = 16;
+
 template <class Loader, int NR, int NT>
 void FixedPointFloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                          int64_t* y, int64_t y_stride) {
