@@ -30,6 +30,12 @@ inline uint16_t LoadU16(const uint8_t* p) {
   return v;
 }
 
+inline int32_t LoadI32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 // Four f16 scales stride bytes apart.
 inline __m128 Load4Half(const uint8_t* p, int64_t stride) {
   __m128i h = _mm_cvtsi32_si128(LoadU16(p));
