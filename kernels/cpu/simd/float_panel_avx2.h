@@ -1,17 +1,16 @@
-// Internal to matmul_float.cc (AVX2 and up): the float weights' panels, the path of kFloatPanelMinTokens
-// tokens or more. A panel of kPanelRows rows is converted once per call to f32 with the rows in lanes:
-// for each 16-column chunk and each column of it, the 16 rows' weights side by side (rows past the panel
-// and columns past `cols` are zero). A token's activation is broadcast to all
-// the rows, so one weight load feeds as many tokens as the registers hold (an outer product), where the
-// tiles' dot products take a weight load per row and two FMAs per token pair.
+// Internal to matmul_float.cc (AVX2 and up): the float weights' panels, MatMul's path from
+// kFloatPanelMinTokens tokens and MatMulFixedPoint's for every token count. A panel of kPanelRows rows is
+// converted once per call to f32 with the rows in lanes: for each 16-column chunk and each column of it, the
+// 16 rows' weights side by side (rows past the panel and columns past `cols` are zero). A token's activation
+// is broadcast to all the rows, so one weight load feeds as many tokens as the registers hold (an outer
+// product), where the tiles' dot products take a weight load per row and two FMAs per token pair.
 //
-// Both panels keep their tiles' order of operations exactly (matmul_float.cc):
+// Both keep their definitions' order of operations exactly (matmul_float.cc):
 // - FloatPanel: an output's 16 lanes (lane l: columns l, l + 16, l + 32, ...) are 16 fma chains from +0;
 //   the panel runs one lane at a time for 6 tokens × 16 rows, keeps the lanes in a scratch between
 //   column blocks, and folds them at the end by Fold16's tree on vectors of 8 rows.
-// - FixedPointFloatPanel: per chunk and output the sum S of the p(j) by the same tree of vertical adds,
-//   RNE(S · 2^32) added in int64; integer sums are order-free, so the panel takes the columns in blocks
-//   that stay in the L1 cache while every token passes.
+// - FixedPointFloatPanel: per chunk and output one fma chain over the chunk's columns, RNE(S · 2^32) added
+//   in int64, 6 tokens × 16 rows at a time; below kFixedPackMinTokens tokens it reads the rows in place.
 // A zero-padded last chunk reads zero-padded copies of the tokens' last activations: its padding
 // operations (fma(0, 0, lane): -0 becomes +0) are done as the tiles do them.
 #pragma once
