@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
@@ -59,11 +58,9 @@ inline void AddFifthBits(const uint8_t* qh, int64_t stride, QuadVec* lo, QuadVec
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), fifth);
   };
   for (int p = 0; p < 2; ++p) {
-    int32_t first, second;
-    std::memcpy(&first, qh + 2 * p * stride, 4);
-    std::memcpy(&second, qh + (2 * p + 1) * stride, 4);
     // Two broadcast loads and a blend (a set of two 128-bit halves took five instructions).
-    const __m256i rows = _mm256_blend_epi32(_mm256_set1_epi32(first), _mm256_set1_epi32(second), 0xf0);
+    const __m256i rows = _mm256_blend_epi32(_mm256_set1_epi32(LoadI32(qh + 2 * p * stride)),
+                                            _mm256_set1_epi32(LoadI32(qh + (2 * p + 1) * stride)), 0xf0);
     lo->v[p] = _mm256_or_si256(lo->v[p], bits(rows, lo_bytes));
     hi->v[p] = _mm256_or_si256(hi->v[p], bits(rows, hi_bytes));
   }

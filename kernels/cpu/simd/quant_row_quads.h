@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "common/quant_block.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
