@@ -18,8 +18,21 @@ python3 -m pip download --quiet --no-deps --no-binary :all: --disable-pip-versio
 tar -xzf "$tmp"/llama_cpp_python-$version.tar.gz -C "$tmp"
 rm -rf "$out"
 mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$out"
+# A CPU may list AMX while its kernel (or hypervisor) keeps the tile data off: arch_prctl's supported features
+# then lack XTILEDATA (bit 18), and ggml's AMX path, which -march=native turns on, dies at its first ldtilecfg.
+# There the peer is built without AMX, as its user would have to.
+no_amx=()
+if grep -qw amx_tile /proc/cpuinfo && ! python3 -c '
+import ctypes, sys
+features, ARCH_GET_XCOMP_SUPP, XTILEDATA = ctypes.c_ulong(0), 0x1022, 18
+ctypes.CDLL(None).syscall(158, ARCH_GET_XCOMP_SUPP, ctypes.byref(features))  # 158: arch_prctl
+sys.exit(0 if features.value >> XTILEDATA & 1 else 1)'; then
+  echo "llama.cpp: this CPU lists AMX but its kernel does not enable the tile data; building without AMX"
+  flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  no_amx=("-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags")
+fi
 cmake -S "$out" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-  -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
+  -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON "${no_amx[@]}" >/dev/null
 cmake --build "$out/build" -j "$(nproc)" --target llama-bench llama-cli llama-server llama-quantize 2>&1 | tail -3
 for tool in llama-bench llama-cli llama-server llama-quantize; do [ -x "$out/build/bin/$tool" ] || { echo "llama.cpp: $tool was not built" >&2; exit 1; }; done
 echo "llama.cpp: built $out/build/bin/llama-bench and llama-server"

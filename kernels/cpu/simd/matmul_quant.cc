@@ -284,7 +284,7 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
 #endif
   RowsFn<Out> rows = nullptr;
 #if TPSERVE_QUANT_ROW_QUADS
-  if constexpr (HasQuads<Out>(kType)) {
+  if constexpr (HasRowQuads(kType)) {
     rows = QuadRows<kType, Sums<4, 1>>;
   }
 #endif

@@ -16,10 +16,6 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// MatMul's Q8_0 decode takes the quads too: on AVX2 they beat one row at a time (SmolLM2's Q8_0 head,
-// bench/README.md, "Four-row decode and panels on AVX2").
-inline constexpr bool kFloatQ8_0Quads = true;
-
 // Four rows' 16 bytes: v[0] holds rows 0 and 1 (one per 128-bit lane), v[1] rows 2 and 3.
 struct QuadVec {
   __m256i v[2];

@@ -14,10 +14,6 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// MatMul's Q8_0 decode reads one row at a time here (a single stream, measured faster than the quads for
-// the output head; bench/README.md, "Decode over four rows"); its fixed-point sums take the quads.
-inline constexpr bool kFloatQ8_0Quads = false;
-
 // Four rows' 16 bytes, row r in 128-bit lane r.
 using QuadVec = __m512i;
 

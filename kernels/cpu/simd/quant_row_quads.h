@@ -42,12 +42,6 @@
 #if TPSERVE_QUANT_ROW_QUADS
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// The types this level reads four rows at a time, for MatMul's (float) or MatMulFixedPoint's sums.
-template <class Out>
-constexpr bool HasQuads(DType type) {
-  return HasRowQuads(type) && (kFloatQ8_0Quads || type != DType::kQ8_0 || !std::is_same_v<Out, float>);
-}
-
 // One block of four rows.
 struct QuadBlock {
   QuadVec lo, hi;  // values 0..15 and 16..31, row r in 128-bit lane r (Q8_0: signed, the others unsigned)
