@@ -34,7 +34,7 @@ using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, cons
                          int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 inline constexpr int kPanelRows = 16;
 inline constexpr int64_t kPanelMinTokens = 16;
-// Float weights' panels (simd/float_panel_avx2.h) convert and transpose the rows to f32 first, which 16
+// Float weights' panels (simd/float_panel.h) convert and transpose the rows to f32 first, which 16
 // tokens do not repay (SmolLM2 576 x 576 F16, one thread, GFLOP/s panels against tiles: T = 16 39-56
 // against 63, T = 32 66 against 64, T = 64 74 against 41-65).
 inline constexpr int64_t kFloatPanelMinTokens = 32;

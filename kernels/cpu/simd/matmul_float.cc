@@ -25,7 +25,7 @@
 #endif
 #include "kernels/cpu/simd/intrinsics.h"
 #if TPSERVE_FIXED_POINT_AVX2
-#include "kernels/cpu/simd/float_panel_avx2.h"
+#include "kernels/cpu/simd/float_panel.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 #endif
 
@@ -259,7 +259,7 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 // s = fma(w[c + i], x[c + i], s) for i = 1..15, and RNE(s · 2^32) its integer; a tail chunk is zero-padded
 // (its padding fmas leave s's value). A chain is one register per output whichever way the rows and
 // tokens lie, so the SIMD levels run every token count through the panels, rows in lanes
-// (float_panel_avx2.h); the portable level runs it in scalars. (Measured against 32-column chunks, 576 x
+// (float_panel.h); the portable level runs it in scalars. (Measured against 32-column chunks, 576 x
 // 1536 F16 at T=128: 63 GFLOP/s against 83 with the earlier tree per chunk; but those would split
 // attn_output only every 2 heads of 16, refusing TP 3 and 4 on 4-head toy models.)
 #if TPSERVE_FIXED_POINT_AVX2
@@ -307,11 +307,11 @@ using Lane8F16 = LoadF16;
 using Lane8BF16 = LoadBF16;
 #endif
 
-template <class Loader>
+// Loader feeds the tiles, PanelLoader the panels' packing (8 weights at a time).
+template <class Loader, class PanelLoader>
 TileTable<float> MakeTable() {
-  // AVX-512 keeps its tiles: one zmm is an output's 16 lanes.
-#if TPSERVE_FIXED_POINT_AVX2 && !TPSERVE_MATMUL_AVX512
-  constexpr PanelFn<float> kPanel = FloatPanel<Loader>;
+#if TPSERVE_FIXED_POINT_AVX2
+  constexpr PanelFn<float> kPanel = FloatPanel<PanelLoader>;
 #else
   constexpr PanelFn<float> kPanel = nullptr;
 #endif
@@ -325,9 +325,9 @@ TileTable<float> MakeTable() {
 }  // namespace
 
 const TileTable<float>& FloatTiles(DType type) {
-  static const TileTable<float> kF32 = MakeTable<LoadF32>();
-  static const TileTable<float> kF16 = MakeTable<LoadF16>();
-  static const TileTable<float> kBF16 = MakeTable<LoadBF16>();
+  static const TileTable<float> kF32 = MakeTable<LoadF32, Lane8F32>();
+  static const TileTable<float> kF16 = MakeTable<LoadF16, Lane8F16>();
+  static const TileTable<float> kBF16 = MakeTable<LoadBF16, Lane8BF16>();
   switch (type) {
     case DType::kF32: return kF32;
     case DType::kF16: return kF16;

@@ -1,4 +1,4 @@
-// Internal to the AVX2-and-up panels (quant_panel_block.h, float_panel_avx2.h): an 8 × 8 transpose of
+// Internal to the AVX2-and-up panels (quant_panel_block.h, float_panel.h): an 8 × 8 transpose of
 // 32-bit lanes, which turns 8 rows' consecutive values into one vector per column with the rows in lanes.
 #pragma once
 

@@ -7,23 +7,33 @@
 //
 // Both keep their definitions' order of operations exactly (matmul_float.cc):
 // - FloatPanel: an output's 16 lanes (lane l: columns l, l + 16, l + 32, ...) are 16 fma chains from +0;
-//   the panel runs one lane at a time for 6 tokens × 16 rows, keeps the lanes in a scratch between
-//   column blocks, and folds them at the end by Fold16's tree on vectors of 8 rows.
+//   the panel runs one lane at a time for kFloatPanelTokens tokens × 16 rows, keeps the lanes in a scratch
+//   between column blocks, and folds them at the end by Fold16's tree on vectors of the 16 rows.
 // - FixedPointFloatPanel: per chunk and output one fma chain over the chunk's columns, RNE(S · 2^32) added
-//   in int64, 6 tokens × 16 rows at a time; below kFixedPackMinTokens tokens it reads the rows in place.
+//   in int64, kFixedPanelTokens tokens × 16 rows at a time; below kFixedPackMinTokens tokens it reads the
+//   rows in place.
+// The 16 rows are a Rows16: two ymm on AVX2 (panel_rows_avx2.h), one zmm on AVX-512 (panel_rows_avx512.h).
 // A zero-padded last chunk reads zero-padded copies of the tokens' last activations: its padding
 // operations (fma(0, 0, lane): -0 becomes +0) are done as the tiles do them.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/transpose_avx2.h"
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#include "kernels/cpu/simd/panel_rows_avx512.h"
+#else
+#include "kernels/cpu/simd/panel_rows_avx2.h"
+#endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
@@ -107,10 +117,17 @@ struct TokenRows {
   }
 };
 
+// {make(1), ..., make(N)}, make taking std::integral_constant<int, n>: the passes of every token count.
+template <int N, class Make>
+constexpr auto ByTokenCount(Make make) {
+  return [&]<int... I>(std::integer_sequence<int, I...>) {
+    return std::array{make(std::integral_constant<int, I + 1>{})...};
+  }(std::make_integer_sequence<int, N>{});
+}
+
 // ---- FloatPanel ----
 
-constexpr int kFloatPanelTokens = 6;        // 6 tokens × 2 row halves: 12 accumulators
-constexpr int64_t kFloatBlockChunks = 48;   // 768 columns: 6 tokens' activations stay in L1 over 16 lanes
+constexpr int64_t kFloatBlockChunks = 48;  // 768 columns: the tokens' activations stay in L1 over 16 lanes
 
 // NT tokens against the packed panel: y[t * y_stride + r] for r < num_rows.
 template <int NT>
@@ -119,51 +136,37 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   const int64_t whole = tokens.whole;
-  alignas(32) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
+  alignas(64) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
   for (int64_t j0 = 0; j0 < chunks; j0 += kFloatBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
-    for (int l = 0; l < kPanelChunk; ++l) {
-      __m256 acc[NT][2];
-      for (int t = 0; t < NT; ++t) {
-        for (int h = 0; h < 2; ++h) {
-          acc[t][h] = j0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(lanes[l][t] + 8 * h);
-        }
+    for (int l0 = 0; l0 < kPanelChunk; l0 += kFloatPanelLanes) {  // lanes l0 .. l0 + kFloatPanelLanes - 1
+      constexpr int L = kFloatPanelLanes;
+      Rows16 acc[L][NT];
+      for (int i = 0; i < L; ++i) {
+        for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? Rows16::Zero() : Rows16::Load(lanes[l0 + i][t]);
       }
-      const float* lane = packed.At(l, 0);  // lane-major: chunk j's rows at lane + j · kPanelRows
+      const float* lane = packed.At(l0, 0);  // lane-major: lane l0 + i's chunk j at lane + (i · chunks + j) · 16
       auto step = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
-        const __m256 w0 = _mm256_load_ps(lane + j * kPanelRows), w1 = _mm256_load_ps(lane + j * kPanelRows + 8);
-        for (int t = 0; t < NT; ++t) {
-          const __m256 xv = _mm256_broadcast_ss(x_at(t));
-          acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
-          acc[t][1] = _mm256_fmadd_ps(w1, xv, acc[t][1]);
+        for (int i = 0; i < L; ++i) {
+          const Rows16 w = Rows16::Load(lane + (i * chunks + j) * kPanelRows);
+          for (int t = 0; t < NT; ++t) acc[i][t] = Fma(w, x_at(t) + i, acc[i][t]);
         }
       };
       const int64_t jw = std::min(j1, whole);
-      for (int64_t j = j0; j < jw; ++j) step(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk + l; });
-      if (jw < j1) step(whole, [&](int t) { return tokens.tail[t] + l; });  // the zero-padded last chunk
-      for (int t = 0; t < NT; ++t) {
-        for (int h = 0; h < 2; ++h) _mm256_store_ps(lanes[l][t] + 8 * h, acc[t][h]);
+      for (int64_t j = j0; j < jw; ++j) step(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk + l0; });
+      if (jw < j1) step(whole, [&](int t) { return tokens.tail[t] + l0; });  // the zero-padded last chunk
+      for (int i = 0; i < L; ++i) {
+        for (int t = 0; t < NT; ++t) acc[i][t].Store(lanes[l0 + i][t]);
       }
     }
   }
-  // Fold16 on 8 rows at a time: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
+  // Fold16 on the 16 rows at once: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
   for (int t = 0; t < NT; ++t) {
-    for (int h = 0; h < 2; ++h) {
-      auto lane = [&](int l) { return _mm256_load_ps(lanes[l][t] + 8 * h); };
-      __m256 b[8], s[4];
-      for (int i = 0; i < 8; ++i) b[i] = _mm256_add_ps(lane(i), lane(i + 8));
-      for (int i = 0; i < 4; ++i) s[i] = _mm256_add_ps(b[i], b[i + 4]);
-      const __m256 out = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3]));
-      float* dst = y + t * y_stride + 8 * h;
-      const int n = num_rows - 8 * h;
-      if (n >= 8) {
-        _mm256_storeu_ps(dst, out);
-      } else if (n > 0) {
-        alignas(32) float v[8];
-        _mm256_store_ps(v, out);
-        std::memcpy(dst, v, n * sizeof(float));
-      }
-    }
+    auto lane = [&](int l) { return Rows16::Load(lanes[l][t]); };
+    Rows16 b[8], s[4];
+    for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
+    for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
+    ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
   }
 }
 
@@ -171,24 +174,18 @@ template <class Loader>
 void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                 int64_t num_tokens, int64_t cols, float* y, int64_t y_stride) {
   const PackedPanel<true> packed = PackPanel<Loader, true>(w, row_bytes, num_rows, cols);
-  using TokensFn = void (*)(const PackedPanel<true>&, int, const uint8_t*, int64_t, int64_t, float*, int64_t);
-  static constexpr TokensFn kTokens[kFloatPanelTokens] = {nullptr,
-                                                          FloatPanelTokens<1>,
-                                                          FloatPanelTokens<2>,
-                                                          FloatPanelTokens<3>,
-                                                          FloatPanelTokens<4>,
-                                                          FloatPanelTokens<5>};
+  static constexpr auto kTokens =
+      ByTokenCount<kFloatPanelTokens - 1>([](auto nt) { return &FloatPanelTokens<decltype(nt)::value>; });
   int64_t t = 0;
   for (; t + kFloatPanelTokens <= num_tokens; t += kFloatPanelTokens) {
     FloatPanelTokens<kFloatPanelTokens>(packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride,
                                         y_stride);
   }
-  if (t < num_tokens) kTokens[num_tokens - t](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+  if (t < num_tokens) kTokens[num_tokens - t - 1](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
 }
 
 // ---- FixedPointFloatPanel ----
 
-constexpr int kFixedPanelTokens = 6;  // 6 tokens × 2 row halves: 12 chains beside 2 weights and a broadcast
 constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (FixedDirectTokens)
 
 // NT tokens' sums over every chunk: sums[t][r] += RNE(S · 2^32) + kFixedTermBias per chunk, S the chunk's
@@ -199,19 +196,15 @@ void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   auto chunk = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
-    __m256 s[NT][2];
-    for (int c = 0; c < kPanelChunk; ++c) {
-      const float* column = packed.At(c, j);
-      const __m256 w0 = _mm256_load_ps(column), w1 = _mm256_load_ps(column + 8);
-      for (int t = 0; t < NT; ++t) {
-        const __m256 xv = _mm256_broadcast_ss(x_at(t) + c);
-        s[t][0] = c == 0 ? _mm256_mul_ps(w0, xv) : _mm256_fmadd_ps(w0, xv, s[t][0]);
-        s[t][1] = c == 0 ? _mm256_mul_ps(w1, xv) : _mm256_fmadd_ps(w1, xv, s[t][1]);
-      }
+    Rows16 s[NT];
+    const Rows16 w0 = Rows16::Load(packed.At(0, j));
+    for (int t = 0; t < NT; ++t) s[t] = Mul(w0, x_at(t));
+#pragma GCC unroll 15
+    for (int c = 1; c < kPanelChunk; ++c) {
+      const Rows16 w = Rows16::Load(packed.At(c, j));
+      for (int t = 0; t < NT; ++t) s[t] = Fma(w, x_at(t) + c, s[t]);
     }
-    for (int t = 0; t < NT; ++t) {
-      for (int h = 0; h < 2; ++h) AddFixedTerms8(s[t][h], sums[t] + 8 * h);
-    }
+    for (int t = 0; t < NT; ++t) s[t].AddFixedTerms(sums[t]);
   };
   for (int64_t j = 0; j < tokens.whole; ++j) chunk(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
   if (tokens.whole < chunks) chunk(tokens.whole, [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
@@ -227,7 +220,7 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
   const uint8_t* rows[kPanelRows];
   for (int i = 0; i < kPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
   auto chunk = [&](auto w_at, auto x_at) __attribute__((always_inline)) {
-    __m256 s[2][NT];
+    __m256 s[2][NT];  // the chains of rows 0..7 and 8..15, apart until the chunk's terms
     for (int q = 0; q < 2; ++q) {  // columns 8q..8q+7 of the chunk
       __m256i v[2][8];
       for (int h = 0; h < 2; ++h) {
@@ -244,9 +237,7 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
         }
       }
     }
-    for (int t = 0; t < NT; ++t) {
-      for (int h = 0; h < 2; ++h) AddFixedTerms8(s[h][t], sums[t] + 8 * h);
-    }
+    for (int t = 0; t < NT; ++t) Rows16::Halves(s[0][t], s[1][t]).AddFixedTerms(sums[t]);
   };
   const int64_t whole = tokens.whole;
   for (int64_t j = 0; j < whole; ++j) {
@@ -266,13 +257,10 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
 template <class Loader>
 void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                           int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
-  using DirectFn = void (*)(const uint8_t*, int64_t, int, const uint8_t*, int64_t, int64_t, int64_t (*)[kPanelRows]);
-  static constexpr DirectFn kDirect[kFixedPackMinTokens] = {nullptr, FixedDirectTokens<Loader, 1>,
-                                                            FixedDirectTokens<Loader, 2>, FixedDirectTokens<Loader, 3>};
-  using TokensFn = void (*)(const PackedPanel<false>&, const uint8_t*, int64_t, int64_t, int64_t (*)[kPanelRows]);
-  static constexpr TokensFn kTokens[kFixedPanelTokens + 1] = {
-      nullptr, FixedPanelTokens<1>, FixedPanelTokens<2>, FixedPanelTokens<3>,
-      FixedPanelTokens<4>, FixedPanelTokens<5>, FixedPanelTokens<6>};
+  static constexpr auto kDirect = ByTokenCount<kFixedPackMinTokens - 1>(
+      [](auto nt) { return &FixedDirectTokens<Loader, decltype(nt)::value>; });
+  static constexpr auto kTokens =
+      ByTokenCount<kFixedPanelTokens>([](auto nt) { return &FixedPanelTokens<decltype(nt)::value>; });
   const bool direct = num_tokens < kFixedPackMinTokens;
   PackedPanel<false> packed{};
   if (!direct) packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
@@ -285,9 +273,9 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
       for (int r = 0; r < kPanelRows; r += 4) _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
     }
     if (direct) {
-      kDirect[nt](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);
+      kDirect[nt - 1](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);
     } else {
-      kTokens[nt](packed, x + t * x_stride, x_stride, cols, sums);
+      kTokens[nt - 1](packed, x + t * x_stride, x_stride, cols, sums);
     }
     for (int i = 0; i < nt; ++i) {
       for (int r = 0; r < num_rows; ++r) y[(t + i) * y_stride + r] = WrapAdd(sums[i][r], static_cast<int64_t>(-bias));
