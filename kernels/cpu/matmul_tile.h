@@ -23,7 +23,7 @@ template <class Out>
 using TileFn = void (*)(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_stride, int64_t cols,
                         Out* y, int64_t y_stride);
 
-// Rows [0, num_rows) of w (num_rows <= kPanelRows) against all num_tokens at once, the tiles' results
+// Rows [0, num_rows) of w (num_rows <= the table's panel_rows) against all num_tokens at once, the tiles' results
 // bit for bit: the path of kPanelMinTokens tokens or more on the levels that have one. A panel's unpack
 // (a transpose per block and 8 rows) pays for itself from about 16 tokens on (SmolLM2 Q4_1 decode steps,
 // AVX2, 2 threads, tok/s with panels from 8 / 16 / 32 tokens against tiles: batch 8 283 / 322-337 / 324-329
@@ -54,9 +54,10 @@ struct TileTable {
   PanelFn<Out> panel = nullptr;
   RowsFn<Out> rows = nullptr;
   int64_t panel_min_tokens = kPanelMinTokens;
+  int panel_rows = kPanelRows;  // the most rows one panel call takes
 };
 
-// Runs rows [row_begin, row_end) against all num_tokens: the table's panels of kPanelRows rows for
+// Runs rows [row_begin, row_end) against all num_tokens: the table's panels of panel_rows rows for
 // its panel_min_tokens tokens or more where it has them; for one token its row function, where it has one,
 // then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
 // token tiles. y: [T, rows] with row stride y_stride (= rows). single_row: tiles of

@@ -1,18 +1,19 @@
 // Internal to matmul_float.cc (AVX2 and up): the float weights' panels, MatMul's path from
-// kFloatPanelMinTokens tokens and MatMulFixedPoint's for every token count. A panel of kPanelRows rows is
-// converted once per call to f32 with the rows in lanes: for each 16-column chunk and each column of it, the
-// 16 rows' weights side by side (rows past the panel and columns past `cols` are zero). A token's activation
-// is broadcast to all the rows, so one weight load feeds as many tokens as the registers hold (an outer
+// kFloatPanelMinTokens tokens and MatMulFixedPoint's for every token count. A panel of kFloatPanelRows rows
+// (16 on AVX2, 32 on AVX-512: a PanelRows, panel_rows_avx2.h and panel_rows_avx512.h) is converted once
+// per call to f32 with the rows in lanes: for each 16-column chunk and each column of it, the panel's rows'
+// weights side by side (rows past the panel and columns past `cols` are zero). A token's activation is
+// broadcast to all the rows, so one weight load feeds as many tokens as the registers hold (an outer
 // product), where the tiles' dot products take a weight load per row and two FMAs per token pair.
 //
 // Both keep their definitions' order of operations exactly (matmul_float.cc):
 // - FloatPanel: an output's 16 lanes (lane l: columns l, l + 16, l + 32, ...) are 16 fma chains from +0;
-//   the panel runs one lane at a time for kFloatPanelTokens tokens × 16 rows, keeps the lanes in a scratch
-//   between column blocks, and folds them at the end by Fold16's tree on vectors of the 16 rows.
+//   the panel runs kFloatPanelLanes lanes at a time for kFloatPanelTokens tokens × the panel's rows, keeps
+//   the lanes in a scratch between column blocks, and folds them at the end by Fold16's tree on vectors of
+//   the rows.
 // - FixedPointFloatPanel: per chunk and output one fma chain over the chunk's columns, RNE(S · 2^32) added
-//   in int64, kFixedPanelTokens tokens × 16 rows at a time; below kFixedPackMinTokens tokens it reads the
-//   rows in place.
-// The 16 rows are a Rows16: two ymm on AVX2 (panel_rows_avx2.h), one zmm on AVX-512 (panel_rows_avx512.h).
+//   in int64, kFixedPanelTokens tokens × the panel's rows at a time; below kFixedPackMinTokens tokens it
+//   reads the rows in place, 16 at a time.
 // A zero-padded last chunk reads zero-padded copies of the tokens' last activations: its padding
 // operations (fma(0, 0, lane): -0 becomes +0) are done as the tiles do them.
 #pragma once
@@ -39,12 +40,12 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 constexpr int64_t kPanelChunk = 16;  // columns per chunk: the canonical lane count
 
-// A packed panel: column l of chunk j (the panel's column 16j + l) holds the 16 rows' weights side by
+// A packed panel: column l of chunk j (the panel's column 16j + l) holds the panel's rows' weights side by
 // side. FloatPanel packs lane-major (lane l's columns of all chunks consecutive: one lane's pass reads a
 // contiguous run, where chunk-major would read one line per kilobyte, which maps onto 4 of the L1 cache's
-// 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous kilobyte).
+// 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous block).
 struct alignas(64) PackedColumn {
-  float r[kPanelRows];
+  float r[kFloatPanelRows];
 };
 template <bool kLaneMajor>
 struct PackedPanel {
@@ -57,7 +58,7 @@ struct PackedPanel {
 template <class Loader, bool kLaneMajor>
 void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols, PackedPanel<kLaneMajor>& packed) {
   const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
-  alignas(32) uint8_t tail[kPanelRows][kPanelChunk * 4];  // the zero-padded last chunk, if cols has one
+  alignas(32) uint8_t tail[kFloatPanelRows][kPanelChunk * 4];  // the zero-padded last chunk, if cols has one
   if (whole < chunks) {
     std::memset(tail, 0, sizeof tail);
     for (int r = 0; r < num_rows; ++r) {
@@ -66,7 +67,7 @@ void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t c
     }
   }
   for (int64_t j = 0; j < chunks; ++j) {
-    for (int h = 0; h < kPanelRows / 8; ++h) {  // rows 8h..8h+7
+    for (int h = 0; h < kFloatPanelRows / 8; ++h) {  // rows 8h..8h+7
       for (int q = 0; q < 2; ++q) {             // columns 8q..8q+7 of the chunk
         __m256i v[8];
         for (int i = 0; i < 8; ++i) {
@@ -136,19 +137,19 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   const int64_t whole = tokens.whole;
-  alignas(64) float lanes[kPanelChunk][NT][kPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
+  alignas(64) float lanes[kPanelChunk][NT][kFloatPanelRows];  // lanes[l][t][r]: output (t, r)'s lane l
   for (int64_t j0 = 0; j0 < chunks; j0 += kFloatBlockChunks) {
     const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
     for (int l0 = 0; l0 < kPanelChunk; l0 += kFloatPanelLanes) {  // lanes l0 .. l0 + kFloatPanelLanes - 1
       constexpr int L = kFloatPanelLanes;
-      Rows16 acc[L][NT];
+      PanelRows acc[L][NT];
       for (int i = 0; i < L; ++i) {
-        for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? Rows16::Zero() : Rows16::Load(lanes[l0 + i][t]);
+        for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? PanelRows::Zero() : PanelRows::Load(lanes[l0 + i][t]);
       }
       const float* lane = packed.At(l0, 0);  // lane-major: lane l0 + i's chunk j at lane + (i · chunks + j) · 16
       auto step = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
         for (int i = 0; i < L; ++i) {
-          const Rows16 w = Rows16::Load(lane + (i * chunks + j) * kPanelRows);
+          const PanelRows w = PanelRows::Load(lane + (i * chunks + j) * kFloatPanelRows);
           for (int t = 0; t < NT; ++t) acc[i][t] = Fma(w, x_at(t) + i, acc[i][t]);
         }
       };
@@ -160,10 +161,10 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
       }
     }
   }
-  // Fold16 on the 16 rows at once: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
+  // Fold16 on the panel's rows at once: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
   for (int t = 0; t < NT; ++t) {
-    auto lane = [&](int l) { return Rows16::Load(lanes[l][t]); };
-    Rows16 b[8], s[4];
+    auto lane = [&](int l) { return PanelRows::Load(lanes[l][t]); };
+    PanelRows b[8], s[4];
     for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
     for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
     ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
@@ -192,16 +193,16 @@ constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (Fix
 // fma chain for row r (one register per output: s = w[c] · x[c], then s = fma(w[c + i], x[c + i], s)).
 template <int NT>
 void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_t x_stride, int64_t cols,
-                      int64_t (*sums)[kPanelRows]) {
+                      int64_t (*sums)[kFloatPanelRows]) {
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   auto chunk = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
-    Rows16 s[NT];
-    const Rows16 w0 = Rows16::Load(packed.At(0, j));
+    PanelRows s[NT];
+    const PanelRows w0 = PanelRows::Load(packed.At(0, j));
     for (int t = 0; t < NT; ++t) s[t] = Mul(w0, x_at(t));
 #pragma GCC unroll 15
     for (int c = 1; c < kPanelChunk; ++c) {
-      const Rows16 w = Rows16::Load(packed.At(c, j));
+      const PanelRows w = PanelRows::Load(packed.At(c, j));
       for (int t = 0; t < NT; ++t) s[t] = Fma(w, x_at(t) + c, s[t]);
     }
     for (int t = 0; t < NT; ++t) s[t].AddFixedTerms(sums[t]);
@@ -210,21 +211,23 @@ void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_
   if (tokens.whole < chunks) chunk(tokens.whole, [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
 }
 
-// Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, each
-// chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two row octets'
-// side by side. Rows past num_rows repeat the last row (their sums are never read).
+// Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, 16 at a
+// time, each chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two
+// row octets' side by side. Rows past num_rows repeat the last row (their sums are never read).
 template <class Loader, int NT>
 void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
-                       int64_t cols, int64_t (*sums)[kPanelRows]) {
+                       int64_t cols, int64_t (*sums)[kFloatPanelRows]) {
   const TokenRows<NT> tokens(x, x_stride, cols);
-  const uint8_t* rows[kPanelRows];
-  for (int i = 0; i < kPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
-  auto chunk = [&](auto w_at, auto x_at) __attribute__((always_inline)) {
+  const uint8_t* rows[kFloatPanelRows];
+  for (int i = 0; i < kFloatPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
+  auto chunk = [&](int g, auto w_at, auto x_at) __attribute__((always_inline)) {  // rows 16g..16g+15
     __m256 s[2][NT];  // the chains of rows 0..7 and 8..15, apart until the chunk's terms
     for (int q = 0; q < 2; ++q) {  // columns 8q..8q+7 of the chunk
       __m256i v[2][8];
       for (int h = 0; h < 2; ++h) {
-        for (int i = 0; i < 8; ++i) v[h][i] = _mm256_castps_si256(Loader::Load(w_at(8 * h + i) + 8 * q * Loader::kBytes));
+        for (int i = 0; i < 8; ++i) {
+          v[h][i] = _mm256_castps_si256(Loader::Load(w_at(16 * g + 8 * h + i) + 8 * q * Loader::kBytes));
+        }
         Transpose8x8(v[h]);  // v[h][c]: column 8q + c of rows 8h..8h+7
       }
       for (int c = 0; c < 8; ++c) {
@@ -237,20 +240,22 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
         }
       }
     }
-    for (int t = 0; t < NT; ++t) Rows16::Halves(s[0][t], s[1][t]).AddFixedTerms(sums[t]);
+    for (int t = 0; t < NT; ++t) AddFixedTerms16(s[0][t], s[1][t], sums[t] + 16 * g);
   };
   const int64_t whole = tokens.whole;
-  for (int64_t j = 0; j < whole; ++j) {
-    chunk([&](int i) { return rows[i] + j * kPanelChunk * Loader::kBytes; },
-          [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
-  }
-  if (whole * kPanelChunk < cols) {
-    alignas(32) uint8_t tail[kPanelRows][kPanelChunk * 4] = {};
-    for (int i = 0; i < kPanelRows; ++i) {
-      std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes, (cols - whole * kPanelChunk) * Loader::kBytes);
+  for (int g = 0; g < (num_rows + 15) / 16; ++g) {  // one group's 16 row streams at a time
+    for (int64_t j = 0; j < whole; ++j) {
+      chunk(g, [&](int i) { return rows[i] + j * kPanelChunk * Loader::kBytes; },
+            [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
     }
-    chunk([&](int i) { return static_cast<const uint8_t*>(tail[i]); },
-          [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
+    if (whole * kPanelChunk < cols) {
+      alignas(32) uint8_t tail[kFloatPanelRows][kPanelChunk * 4] = {};
+      for (int i = 16 * g; i < 16 * g + 16; ++i) {
+        std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes, (cols - whole * kPanelChunk) * Loader::kBytes);
+      }
+      chunk(g, [&](int i) { return static_cast<const uint8_t*>(tail[i]); },
+            [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
+    }
   }
 }
 
@@ -268,9 +273,9 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
   const uint64_t bias = kFixedTermBias * static_cast<uint64_t>((cols + kPanelChunk - 1) / kPanelChunk);
   for (int64_t t = 0; t < num_tokens; t += kFixedPanelTokens) {
     const int nt = static_cast<int>(std::min<int64_t>(kFixedPanelTokens, num_tokens - t));
-    alignas(32) int64_t sums[kFixedPanelTokens][kPanelRows];
+    alignas(32) int64_t sums[kFixedPanelTokens][kFloatPanelRows];
     for (int i = 0; i < nt; ++i) {  // vector stores: `= {}` became a rep stos, slow to start on short runs
-      for (int r = 0; r < kPanelRows; r += 4) _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
+      for (int r = 0; r < kFloatPanelRows; r += 4) _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
     }
     if (direct) {
       kDirect[nt - 1](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);

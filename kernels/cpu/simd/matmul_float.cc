@@ -265,7 +265,7 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 #if TPSERVE_FIXED_POINT_AVX2
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
-  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1};
+  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1, kFloatPanelRows};
 }
 using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;
@@ -312,14 +312,16 @@ template <class Loader, class PanelLoader>
 TileTable<float> MakeTable() {
 #if TPSERVE_FIXED_POINT_AVX2
   constexpr PanelFn<float> kPanel = FloatPanel<PanelLoader>;
+  constexpr int kPanelRowsOfFloat = kFloatPanelRows;
 #else
   constexpr PanelFn<float> kPanel = nullptr;
+  constexpr int kPanelRowsOfFloat = kPanelRows;
 #endif
   return TileTable<float>{{
       {FloatTile<Loader, 1, 1>, FloatTile<Loader, 1, 2>, FloatTile<Loader, 1, 3>, FloatTile<Loader, 1, 4>},
       {FloatTile<Loader, 2, 1>, FloatTile<Loader, 2, 2>, FloatTile<Loader, 2, 3>, FloatTile<Loader, 2, 4>},
       {FloatTile<Loader, 4, 1>, FloatTile<Loader, 4, 2>, FloatTile<Loader, 4, 3>, FloatTile<Loader, 4, 4>},
-  }, kPanel, nullptr, kFloatPanelMinTokens};
+  }, kPanel, nullptr, kFloatPanelMinTokens, kPanelRowsOfFloat};
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Internal to float_panel.h, the AVX-512 level: a panel's 16 rows of f32 in one zmm, and how many tokens
-// its passes take at once.
+// Internal to float_panel.h, the AVX-512 level: a float panel's 32 rows of f32 in two zmm (rows 0..15
+// and 16..31), and how many tokens its passes take at once.
 #pragma once
 
 #include <cstdint>
@@ -11,31 +11,50 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 // Every fma takes its token's activation as a broadcast load, so loads, not the FMA ports, bound the
 // panels here (an L1-resident loop of 8 zmm fmas per weight load: 140-155 GFLOP/s of one core's 220
-// register-only peak). Measured on 576 x 1536 at T = 128, one thread, GFLOP/s: FloatPanel 6 tokens × 2
-// lanes per pass 112-119, 8 × 1 103-106, 12 × 1 105, 4 × 4 109-114; FixedPanelTokens 8 tokens 104-113,
-// 6 91-99, 12 95-98.
+// register-only peak). 32 rows feed each broadcast to two fmas. Measured on 576 x 1536 at T = 128, one
+// thread, GFLOP/s: FloatPanel 16 rows (one zmm) 112-119, 32 rows with 6 tokens × 2 lanes per pass
+// 140-142 (8 × 1 138-145, 12 × 1 132, 4 × 2 136-138); FixedPanelTokens 8 tokens 88-107, 4 96-110, 12
+// 96-98 (its per-chunk int64 conversions take the FMA ports' turns).
+inline constexpr int kFloatPanelRows = 32;
 inline constexpr int kFloatPanelTokens = 6;
 inline constexpr int kFloatPanelLanes = 2;  // lanes per pass of FloatPanel
 inline constexpr int kFixedPanelTokens = 8;
 
-struct Rows16 {
-  __m512 v;
+// sums[r] += RNE(s_r · 2^32) (fixed_point_lanes.h) for 16 rows' terms s, rows 0..7 in lo and 8..15 in hi.
+inline void AddFixedTerms16(__m256 lo, __m256 hi, int64_t* sums) {
+  AddFixedTerms16(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1), sums);
+}
 
-  static Rows16 Zero() { return {_mm512_setzero_ps()}; }
-  static Rows16 Load(const float* p) { return {_mm512_load_ps(p)}; }  // 64-byte aligned
-  static Rows16 Halves(__m256 lo, __m256 hi) { return {_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)}; }
-  void Store(float* p) const { _mm512_store_ps(p, v); }
+struct PanelRows {
+  __m512 lo, hi;
+
+  static PanelRows Zero() { return {_mm512_setzero_ps(), _mm512_setzero_ps()}; }
+  static PanelRows Load(const float* p) { return {_mm512_load_ps(p), _mm512_load_ps(p + 16)}; }  // 64-byte aligned
+  void Store(float* p) const {
+    _mm512_store_ps(p, lo);
+    _mm512_store_ps(p + 16, hi);
+  }
   // Rows [0, n) to dst, any alignment.
   void StoreFirst(float* dst, int n) const {
-    _mm512_mask_storeu_ps(dst, n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1), v);
+    auto first = [](int k) { return static_cast<__mmask16>(k >= 16 ? 0xffff : k <= 0 ? 0 : (1u << k) - 1); };
+    _mm512_mask_storeu_ps(dst, first(n), lo);
+    _mm512_mask_storeu_ps(dst + 16, first(n - 16), hi);
   }
-  // sums[r] += RNE(row r · 2^32) (fixed_point_lanes.h).
-  void AddFixedTerms(int64_t* sums) const { AddFixedTerms16(v, sums); }
+  void AddFixedTerms(int64_t* sums) const {
+    AddFixedTerms16(lo, sums);
+    AddFixedTerms16(hi, sums + 16);
+  }
 };
 
-inline Rows16 operator+(Rows16 a, Rows16 b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline PanelRows operator+(PanelRows a, PanelRows b) { return {_mm512_add_ps(a.lo, b.lo), _mm512_add_ps(a.hi, b.hi)}; }
 // w · x and fma(w, x, acc) with x (*x) broadcast to every row.
-inline Rows16 Mul(Rows16 w, const float* x) { return {_mm512_mul_ps(w.v, _mm512_set1_ps(*x))}; }
-inline Rows16 Fma(Rows16 w, const float* x, Rows16 acc) { return {_mm512_fmadd_ps(w.v, _mm512_set1_ps(*x), acc.v)}; }
+inline PanelRows Mul(PanelRows w, const float* x) {
+  const __m512 xv = _mm512_set1_ps(*x);
+  return {_mm512_mul_ps(w.lo, xv), _mm512_mul_ps(w.hi, xv)};
+}
+inline PanelRows Fma(PanelRows w, const float* x, PanelRows acc) {
+  const __m512 xv = _mm512_set1_ps(*x);
+  return {_mm512_fmadd_ps(w.lo, xv, acc.lo), _mm512_fmadd_ps(w.hi, xv, acc.hi)};
+}
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
