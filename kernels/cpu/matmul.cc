@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <span>
-#include <type_traits>
 #include <vector>
 
 #include "common/check.h"
@@ -16,7 +15,6 @@ namespace internal {
 namespace {
 constexpr int64_t kRowBlock = 16;  // weight rows kept hot while every token tile passes over them
 constexpr int kMaxTileTokens = 4;
-constexpr int64_t kSingleRowMaxBytes = 8192;  // float rows read one at a time in decode (see RunMatMul)
 
 int RowIndex(int64_t n) { return n >= 4 ? 2 : n >= 2 ? 1 : 0; }
 int RowCount(int index) { return index == 2 ? 4 : index == 1 ? 2 : 1; }
@@ -24,8 +22,7 @@ int RowCount(int index) { return index == 2 ? 4 : index == 1 ? 2 : 1; }
 
 template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
-              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride,
-              bool single_row) {
+              const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
   if (table.panel != nullptr && num_tokens >= table.panel_min_tokens) {
     for (int64_t r = row_begin; r < row_end; r += table.panel_rows) {
       const int num_rows = static_cast<int>(std::min<int64_t>(table.panel_rows, row_end - r));
@@ -33,7 +30,7 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
     }
     return;
   }
-  if (table.rows != nullptr && num_tokens == 1 && !single_row) {
+  if (table.rows != nullptr && num_tokens == 1) {
     const int64_t done = table.rows(w + row_begin * row_bytes, row_bytes, row_end - row_begin, x, cols, y + row_begin);
     row_begin += done;
   }
@@ -46,7 +43,7 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
       const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, num_tokens - t));
       // Up to 4 rows x 4 tokens: 16 accumulators, 8 loads per 16 FMAs.
       for (int64_t r = rb; r < rb_end;) {
-        const int ri = single_row ? 0 : RowIndex(rb_end - r);
+        const int ri = RowIndex(rb_end - r);
         const int nr = RowCount(ri);
         table.fn[ri][nt - 1](w + r * row_bytes, row_bytes, x + t * x_stride, x_stride, cols, y + t * y_stride + r,
                              y_stride);
@@ -88,14 +85,6 @@ void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts,
     xdata = reinterpret_cast<const uint8_t*>(x);
     x_stride = w.cols * static_cast<int64_t>(sizeof(float));
   }
-  // One token with float sums, one row at a time (a single sequential stream) through Q8_0 weights where
-  // the level has no row function for them (AVX-512: tpserve-bench-kernels, 2 threads, 3 rounds: 1.3-1.4x
-  // the 4-row tiles, and faster than its quads) and through float weights whose rows are at most 8 KiB
-  // (F16 576 and 1536 columns, one thread: 2.4-2.7x; from 16 KiB rows on the 4-row tiles win). The
-  // fixed-point sums keep 4 rows: their per-block reduction packs the rows' totals.
-  const bool single_row =
-      num_tokens == 1 && std::is_same_v<Out, float> &&
-      ((w.type == DType::kQ8_0 && table.rows == nullptr) || (!IsQuantized(w.type) && row_bytes <= kSingleRowMaxBytes));
   // Each thread owns a contiguous range of the parts' rows taken in order, so it streams a disjoint part
   // of the weights; the range is cut at part boundaries, and a tile never spans two parts.
   pool->ParallelFor(total_rows, [&](int64_t begin, int64_t end) {
@@ -105,15 +94,15 @@ void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts,
       const int64_t hi = std::min(end, first + parts[i].rows) - first;
       if (lo >= hi) continue;
       RunTiles(table, static_cast<const uint8_t*>(parts[i].data), row_bytes, lo, hi, xdata, x_stride, num_tokens,
-               w.cols, ys[i], parts[i].rows, single_row);
+               w.cols, ys[i], parts[i].rows);
     }
   });
 }
 
 template void RunTiles<float>(const TileTable<float>&, const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*,
-                              int64_t, int64_t, int64_t, float*, int64_t, bool);
+                              int64_t, int64_t, int64_t, float*, int64_t);
 template void RunTiles<int64_t>(const TileTable<int64_t>&, const uint8_t*, int64_t, int64_t, int64_t,
-                                const uint8_t*, int64_t, int64_t, int64_t, int64_t*, int64_t, bool);
+                                const uint8_t*, int64_t, int64_t, int64_t, int64_t*, int64_t);
 template void RunMatMul<float>(const TileTable<float>&, std::span<const WeightMatrix>, const float*, int64_t,
                                std::span<float* const>, ThreadPool*);
 template void RunMatMul<int64_t>(const TileTable<int64_t>&, std::span<const WeightMatrix>, const float*, int64_t,
