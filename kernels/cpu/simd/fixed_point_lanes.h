@@ -40,21 +40,13 @@ inline __m256i RoundToFixed4(__m128 terms) {
 #endif
 }
 
-// The float panels' int64 sums in memory: sums[i] += RNE(s[i] · 2^32) + kFixedTermBias for unscaled f32
-// terms s, sixteen (AVX-512DQ, which converts f32 to int64 directly: no bias) or eight (AVX2) at a time.
-// AVX2 adds each term to 1.5·2^20 in f64, whose unit in the last place is 2^-32: the sum's bits are
-// kFixedTermBias (those of 1.5·2^20) plus RNE(s · 2^32), exactly, for |s| < 2^19. The caller takes one
-// kFixedTermBias off per term added, once at the end. sums: any alignment.
+// The AVX2 float panels' int64 sums in memory: sums[i] += RNE(s[i] · 2^32) + kFixedTermBias for eight
+// unscaled f32 terms s. AVX2 adds each term to 1.5·2^20 in f64, whose unit in the last place is 2^-32: the
+// sum's bits are kFixedTermBias (those of 1.5·2^20) plus RNE(s · 2^32), exactly, for |s| < 2^19. The caller
+// takes one kFixedTermBias off per term added, once at the end. sums: any alignment. AVX-512DQ converts f32
+// to int64 directly (panel_rows_avx512.h): no bias there.
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 inline constexpr uint64_t kFixedTermBias = 0;
-inline void AddFixedTerms16(__m512 s, int64_t* sums) {
-  const __m512 scaled = _mm512_mul_ps(s, _mm512_set1_ps(0x1p32f));
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  const __m512i lo = _mm512_cvt_roundps_epi64(_mm512_castps512_ps256(scaled), kNearest);
-  const __m512i hi = _mm512_cvt_roundps_epi64(_mm512_extractf32x8_ps(scaled, 1), kNearest);
-  _mm512_storeu_si512(sums, _mm512_add_epi64(_mm512_loadu_si512(sums), lo));
-  _mm512_storeu_si512(sums + 8, _mm512_add_epi64(_mm512_loadu_si512(sums + 8), hi));
-}
 #else
 inline constexpr uint64_t kFixedTermBias = 0x4138000000000000;
 inline void AddFixedTerms8(__m256 s, int64_t* sums) {

@@ -196,6 +196,7 @@ void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_
                       int64_t (*sums)[kFloatPanelRows]) {
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
+  PanelSums acc[NT];  // the level's (panel_rows_*.h): in registers or straight to sums
   auto chunk = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
     PanelRows s[NT];
     const PanelRows w0 = PanelRows::Load(packed.At(0, j));
@@ -205,10 +206,11 @@ void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_
       const PanelRows w = PanelRows::Load(packed.At(c, j));
       for (int t = 0; t < NT; ++t) s[t] = Fma(w, x_at(t) + c, s[t]);
     }
-    for (int t = 0; t < NT; ++t) s[t].AddFixedTerms(sums[t]);
+    for (int t = 0; t < NT; ++t) acc[t].Add(s[t], sums[t]);
   };
   for (int64_t j = 0; j < tokens.whole; ++j) chunk(j, [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
   if (tokens.whole < chunks) chunk(tokens.whole, [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
+  for (int t = 0; t < NT; ++t) acc[t].Finish(sums[t]);
 }
 
 // Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, 16 at a

@@ -43,7 +43,13 @@ struct PanelRows {
     Store(v);
     std::memcpy(dst, v, n * sizeof(float));
   }
-  void AddFixedTerms(int64_t* sums) const { AddFixedTerms16(lo, hi, sums); }
+};
+
+// The fixed-point panel's int64 sums of one token's 16 rows, in memory: Add(s, sums) does sums[r] +=
+// RNE(s_r · 2^32) + kFixedTermBias at once (the 16 ymm have no room to hold them).
+struct PanelSums {
+  void Add(const PanelRows& s, int64_t* sums) { AddFixedTerms16(s.lo, s.hi, sums); }
+  void Finish(int64_t*) const {}
 };
 
 inline PanelRows operator+(PanelRows a, PanelRows b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
