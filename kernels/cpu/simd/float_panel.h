@@ -146,7 +146,7 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
       for (int i = 0; i < L; ++i) {
         for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? PanelRows::Zero() : PanelRows::Load(lanes[l0 + i][t]);
       }
-      const float* lane = packed.At(l0, 0);  // lane-major: lane l0 + i's chunk j at lane + (i · chunks + j) · 16
+      const float* lane = packed.At(l0, 0);  // lane-major: lane l0 + i's chunk j at lane + (i · chunks + j) · rows
       auto step = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
         for (int i = 0; i < L; ++i) {
           const PanelRows w = PanelRows::Load(lane + (i * chunks + j) * kFloatPanelRows);
