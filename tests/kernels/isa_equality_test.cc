@@ -167,9 +167,12 @@ TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).dot_rows;
   const auto got_fn = internal::KernelsFor(GetParam()).dot_rows;
-  // 3 rows (one at a time on every level), 16 and 35 (AVX-512's sixteen-row batches and their tail).
-  for (int64_t rows : {3, 16, 35}) {
-    for (int64_t n = 0; n <= 80; ++n) {
+  // 3 rows (one at a time on every level), 7 (AVX-512's sixteen-row fold partly empty), 16, 35 and 44
+  // (sixteen-row batches, then a tail of 3 one at a time, or of 12 in one partial batch).
+  std::vector<int64_t> lengths = {128};  // every length to 80, and the 128-element head
+  for (int64_t n = 0; n <= 80; ++n) lengths.push_back(n);
+  for (int64_t rows : {3, 7, 16, 35, 44}) {
+    for (int64_t n : lengths) {
       for (int rep = 0; rep < 10; ++rep) {
         const int64_t stride = n + 3;
         std::vector<float> q(n), k(rows * stride), want(rows), got(rows);
@@ -245,7 +248,7 @@ TEST_P(IsaEqualityTest, AccumulateRowsEqualsPortableBitwise) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).accumulate_rows;
   const auto got_fn = internal::KernelsFor(GetParam()).accumulate_rows;
-  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 64, 80, 128}) {
+  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 64, 80, 128, 200}) {
     for (int64_t rows : {1, 3, 16}) {
       const int64_t stride = n + 5;
       std::vector<float> w(rows), v(rows * stride), want(n);

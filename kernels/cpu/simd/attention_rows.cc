@@ -86,6 +86,23 @@ void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
 
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t i = 0;
+#if defined(__AVX512F__)
+  // C · 16 outputs in C registers across all the rows, one chain of adds each (a 64-element head: 4).
+  auto outputs512 = [&](auto chains) __attribute__((always_inline)) {
+    constexpr int C = decltype(chains)::value;
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_loadu_ps(out + i + 16 * c);
+    for (int64_t r = 0; r < num_rows; ++r) {
+      const __m512 wr = _mm512_set1_ps(w[r]);
+      const float* vr = v + r * v_stride + i;
+      for (int c = 0; c < C; ++c) acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(wr, _mm512_loadu_ps(vr + 16 * c)));
+    }
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + i + 16 * c, acc[c]);
+    i += 16 * C;
+  };
+  while (i + 128 <= n) outputs512(std::integral_constant<int, 8>{});
+  while (i + 64 <= n) outputs512(std::integral_constant<int, 4>{});
+#endif
 #if defined(__AVX2__)
   // C · 8 outputs in C registers across all the rows: each register's adds form one chain through the
   // rows, so 8 chains (64 outputs, a whole 64-element head) keep the adders busy where 4 waited on them.

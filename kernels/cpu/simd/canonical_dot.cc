@@ -4,6 +4,7 @@
 // Canonical order (every level): the same as MatMul's float tiles (matmul_float.cc): 16 lanes from
 // +0, acc[l] = fma(a[i], b[i], acc[l]) for i = l, l + 16, ... in order, the last chunk zero-padded
 // (its padding fmas done too), then Fold16 (canonical_sum.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -11,8 +12,10 @@
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/level_kernels.h"
 
-// AVX2 without AVX-512 takes four rows at once (Dot4).
-#if defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+// AVX2 without AVX-512 takes four rows at once (Dot4), AVX-512 sixteen (Dot16).
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#define TPSERVE_DOT16 1
+#elif defined(__AVX2__) && defined(__FMA__)
 #define TPSERVE_DOT4 1
 #endif
 
@@ -84,11 +87,67 @@ inline void Dot4(const float* q, const float* k, int64_t k_stride, int64_t n, fl
 }
 #endif
 
+#if TPSERVE_DOT16
+// Up to sixteen rows (a whole KV block of keys) of whole 16-element chunks at once: q's chunk loaded once
+// for all, then the sixteen folds done together, each Fold16's adds in its order, four rows' partial sums
+// side by side in each step: b = lo8 + hi8 (row pairs in one register), s[i] = b[i] + b[i + 4] (four rows
+// in one register's 128-bit lanes), then (s0 + s2) and (s1 + s3), then their sum. Rows past num_rows read
+// the last row again and are not stored. (Folding one key at a time cost more than its 4 FMAs on 64-element heads.)
+// kChunks > 0: n = 16 · kChunks, the loop unrolled (GCC then keeps the accumulators in registers; with a
+// loop it zeroes them in memory and reloads them); 0: any n.
+template <int kChunks>
+void Dot16(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
+  if constexpr (kChunks > 0) n = 16 * kChunks;
+  __m512 acc[16];
+  for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t last_step = (num_rows - 1) * k_stride;  // rows past num_rows stay on the last one
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 qc = _mm512_loadu_ps(q + i);
+    for (int r = 0; r < 16; ++r) {
+      acc[r] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(k + std::min<int64_t>(r * k_stride, last_step) + i), acc[r]);
+    }
+  }
+  // pairs[p] = [b of row 2p (8 lanes) | b of row 2p + 1].
+  __m512 pairs[8];
+  for (int p = 0; p < 8; ++p) {
+    pairs[p] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // quads[g]: 128-bit lane l holds s[0..3] of row 4g + l.
+  __m512 quads[4];
+  for (int g = 0; g < 4; ++g) {
+    quads[g] = _mm512_add_ps(_mm512_shuffle_f32x4(pairs[2 * g], pairs[2 * g + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(pairs[2 * g], pairs[2 * g + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // halves[h], lane l: [s0 + s2, s1 + s3] of row 8h + l, then of row 8h + 4 + l.
+  __m512 halves[2];
+  for (int h = 0; h < 2; ++h) {
+    halves[h] = _mm512_add_ps(_mm512_shuffle_ps(quads[2 * h], quads[2 * h + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(quads[2 * h], quads[2 * h + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Element 4l + j: the sum of row 4j + l.
+  const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(halves[0], halves[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_shuffle_ps(halves[0], halves[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << num_rows) - 1), _mm512_permutexvar_ps(order, sums));
+}
+#endif
+
 }  // namespace
 
 void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t r = 0;
-#if TPSERVE_DOT4
+#if TPSERVE_DOT16
+  // A partial group of at least kMinDot16Rows still beats one fold per key.
+  constexpr int64_t kMinDot16Rows = 4;
+  if (n % 16 == 0) {
+    auto dot16 = n == 64 ? Dot16<4> : n == 128 ? Dot16<8> : Dot16<0>;  // the common head sizes unrolled
+    for (; r + kMinDot16Rows <= num_rows; r += 16) {
+      dot16(q, k + r * k_stride, k_stride, std::min<int64_t>(16, num_rows - r), n, out + r);
+    }
+  }
+#elif TPSERVE_DOT4
   if (n % 16 == 0) {
     for (; r + 4 <= num_rows; r += 4) Dot4(q, k + r * k_stride, k_stride, n, out + r);
   }
