@@ -4,8 +4,10 @@
 // each printed beside this machine's limit measured in the same run:
 //   decode:  STREAM triad GB/s ÷ (weight bytes of all ranks + KV bytes read per step) → tokens/s bound
 //   prefill: matmul peak GFLOP/s (the project's MatMul, best of F32/Q8_0 at T=512) ÷ FLOPs per token.
+// Both limits are measured on the cores the run uses (its ranks × threads per rank, at most the host's):
+// one thread cannot stream more than one core's bandwidth, so a 1-thread run is held to a 1-core triad.
 // --tp N (N > 1) re-executes under `mpirun -np N` (as tpserve-run --tp does) after measuring the
-// limits with every core of the host; rank 0 drives a GroupLeader, the other ranks serve its steps.
+// limits; rank 0 drives a GroupLeader, the other ranks serve its steps.
 //
 //   tpserve-bench-engine --model FILE [--tp N] [--tp-label TEXT] [--batches 1,8,32] [--prompt 512]
 //                        [--decode-steps 32] [--threads N] [--json OUT]
@@ -18,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -57,6 +60,15 @@ struct Flags {
   double triad_gbs = 0;    // measured by the launching process (0: measure here)
   double matmul_gflops = 0;
 };
+
+// The cores the run uses: its ranks × threads per rank (--threads, else the rank's default: TPSERVE_THREADS
+// or the host's cores over the ranks), at most the host's.
+int LimitThreads(const Flags& f) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int per_rank = f.threads;
+  if (per_rank <= 0) per_rank = f.tp == 1 ? ThreadPool::DefaultThreads() : std::max(1, cores / f.tp);
+  return std::clamp(f.tp * per_rank, 1, cores);
+}
 
 void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--model", f.model, "GGUF file or Hugging Face directory")->required();
@@ -150,8 +162,8 @@ class EngineBench {
     std::printf("weights: %.1f MB all ranks (%.1f MB on rank 0); %.1f M matrix params; KV %.1f KB/position\n",
                 weight_bytes_ / 1e6, weight_bytes_rank0_ / 1e6, (counts_.layer_params + counts_.lm_head_params) / 1e6,
                 counts_.kv_bytes_per_position / 1e3);
-    std::printf("limits: STREAM triad %.2f GB/s, matmul peak %.1f GFLOP/s (host, all cores)\n", flags_.triad_gbs,
-                flags_.matmul_gflops);
+    std::printf("limits: STREAM triad %.2f GB/s, matmul peak %.1f GFLOP/s (measured on the %d core(s) this run uses)\n",
+                flags_.triad_gbs, flags_.matmul_gflops, LimitThreads(flags_));
     RETURN_IF_ERROR(Prefill());
     for (int b : flags_.batches) RETURN_IF_ERROR(Decode(b));
     return OkStatus();
@@ -401,8 +413,8 @@ int main(int argc, char** argv) {
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   if (flags.tp_label.empty()) flags.tp_label = "TP" + std::to_string(flags.tp);
   if (!IsMpiLaunched() && (flags.triad_gbs <= 0 || flags.matmul_gflops <= 0)) {
-    // The host's limits, with every core (the ranks of a TP group share them).
-    ThreadPool pool(ThreadPool::DefaultThreads());
+    // The limits of the cores this run uses (the ranks of a TP group share them).
+    ThreadPool pool(LimitThreads(flags));
     if (flags.triad_gbs <= 0) flags.triad_gbs = bench::MeasureTriadGbs(&pool, 5);
     if (flags.matmul_gflops <= 0) flags.matmul_gflops = MeasureMatMulPeakGflops(&pool);
   }
