@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cache_size.h"
 #include "bench/cpu_time.h"
 #include "bench/stream_triad.h"
 #include "common/command_line.h"
@@ -64,7 +65,7 @@ Cache MakeCache(const Shape& s, DType type, int64_t batch, int64_t context, int6
 void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, double triad_gbs, bool quick,
               ThreadPool* pool) {
   const int64_t kv_bytes = 2 * batch * context * s.kv_heads * DTypeRowBytes(type, kHeadDim);
-  const int64_t copies = std::max<int64_t>(1, ((quick ? 64 : 128) << 20) / kv_bytes + 1);
+  const int64_t copies = std::max<int64_t>(1, bench::BytesPastCache(int64_t{quick ? 64 : 128} << 20) / kv_bytes + 1);
   Cache cache = MakeCache(s, type, batch, context, copies);
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  ThreadPool pool(ThreadPool::DefaultThreads());
+  ThreadPool pool(ThreadPool::DefaultThreads(), ThreadPool::DefaultPollMicros());  // the engine's hand-off
   const double triad = bench::MeasureTriadGbs(&pool, quick ? 3 : 5);
   std::printf("threads %d: STREAM triad %.2f GB/s\n", pool.num_threads(), triad);
   const Shape shapes[] = {{"smollm2", 9, 3}, {"1b", 32, 8}};

@@ -2,7 +2,7 @@
 // weight streamed) and prefill (T=512, compute bound: GFLOP/s), next to this machine's limits
 // measured here: STREAM triad bandwidth and the F32 FMA peak of a register-only loop.
 // Weights are cycled through enough copies to exceed the last-level cache, as in a real forward
-// pass where each layer's weights were evicted by the others.
+// pass where each layer's weights were evicted by the others; decode also runs on one copy (in cache).
 // Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|...|q6_k] [--shape small|large]
 // A K-quant runs the transposed shape where the rows are not whole 256-value super-blocks (576 columns:
 // SmolLM2's ffn_down, 1536 x 576, as llama-quantize would have it).
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/cache_size.h"
 #include "bench/cpu_time.h"
 #include "bench/stream_triad.h"
 #include "common/command_line.h"
@@ -106,7 +107,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
     for (float& v : src) v = dist(rng);
     QuantizeRow(type, src.data(), one.data() + r * row_bytes, c.cols);
   }
-  const int64_t copies = std::max<int64_t>(1, ((quick ? 96 : 192) << 20) / weight_bytes + 1);
+  const int64_t copies = std::max<int64_t>(1, bench::BytesPastCache(int64_t{quick ? 96 : 192} << 20) / weight_bytes + 1);
   std::vector<std::vector<uint8_t>> weights(copies, one);
 
   const int64_t max_tokens = quick ? 128 : 512;
@@ -125,6 +126,15 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
               "  [cpu-time basis %6.2f GB/s]\n",
               DTypeName(type), static_cast<long long>(c.cols), static_cast<long long>(c.rows), median * 1e6, gbs,
               triad_gbs, 100.0 * gbs / triad_gbs, weight_bytes / cpu_per_call / 1e9);
+  // The same call on one copy, which stays in cache: the arithmetic alone. Where a core's memory wait and
+  // its arithmetic do not overlap, the call from memory takes about the sum (bench/README.md, "AVX-512
+  // attention, one core's bound").
+  const double cached = bench::TimeCalls(quick ? 0.1 : 0.25, 8, pool->num_threads(), [&](int64_t) {
+                          const WeightMatrix w{type, c.rows, c.cols, weights[0].data()};
+                          MatMul(w, x.data(), 1, y.data(), pool);
+                        }).median_s;
+  std::printf("                                   in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n",
+              cached * 1e6, weight_bytes / cached / 1e9, (median - cached) * 1e6);
 
   // Prefill: T tokens through one weight copy, best of 3, through the float sums and then the fixed-point
   // sums (the row-parallel layers: attention output, FFN down).
@@ -179,7 +189,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tpserve-bench-kernels: unknown --type %s\n", type_name.c_str());
     return 2;
   }
-  ThreadPool pool(ThreadPool::DefaultThreads());
+  ThreadPool pool(ThreadPool::DefaultThreads(), ThreadPool::DefaultPollMicros());  // the engine's hand-off
   const double triad = bench::MeasureTriadGbs(&pool, quick ? 3 : 5);
   double peak_cpu = 0;
   const double peak = MeasureFmaPeakGflops(&pool, &peak_cpu);

@@ -156,14 +156,22 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   });
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
   layer.qkv.Forward(h_.data(), num_tokens, qkv_out, pool);
-  if (!layer.q_norm.empty()) {  // every head its own row of D
-    RmsNorm(q_.data(), layer.q_norm.data(), num_tokens * num_heads, head_dim, config_.rms_eps, q_.data());
-    RmsNorm(k_.data(), layer.k_norm.data(), num_tokens * num_kv_heads, head_dim, config_.rms_eps, k_.data());
-  }
-  ApplyRope(q_.data(), batch.positions, num_tokens, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
-  ApplyRope(k_.data(), batch.positions, num_tokens, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
+  // Per token: the Q/K norms, RoPE and the KV write (each token its own cache slot).
   const int32_t* slots = batch.slot_mapping + cache.group * num_tokens;
-  WriteKvCache(k_.data(), v_.data(), slots, num_tokens, num_kv_heads, head_dim, cache.k, cache.v, cache.dtype);
+  const int64_t q_elems = num_heads * head_dim, kv_elems = num_kv_heads * head_dim;
+  ForTokenRows(pool, num_tokens, q_elems + 2 * kv_elems, [&](int64_t begin, int64_t end) {
+    float* q = q_.data() + begin * q_elems;
+    float* k = k_.data() + begin * kv_elems;
+    const int64_t n = end - begin;
+    if (!layer.q_norm.empty()) {  // every head its own row of D
+      RmsNorm(q, layer.q_norm.data(), n * num_heads, head_dim, config_.rms_eps, q);
+      RmsNorm(k, layer.k_norm.data(), n * num_kv_heads, head_dim, config_.rms_eps, k);
+    }
+    ApplyRope(q, batch.positions + begin, n, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
+    ApplyRope(k, batch.positions + begin, n, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
+    WriteKvCache(k, v_.data() + begin * kv_elems, slots + begin, n, num_kv_heads, head_dim, cache.k, cache.v,
+                 cache.dtype);
+  });
 
   PagedAttentionArgs args;
   args.q = q_.data();
@@ -186,13 +194,10 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   PagedAttention(args, pool);
 
   RETURN_IF_ERROR(layer.o.Forward(attn_.data(), num_tokens, h_.data(), pool, comm));
-  if (!layer.post_attn_norm.empty()) {
-    RmsNorm(h_.data(), layer.post_attn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
-  }
-  for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];
 
-  // Feed-forward block.
+  // The residual, then the feed-forward block's norm, per token.
   ForTokenRows(pool, num_tokens, hidden, [&](int64_t begin, int64_t end) {
+    AddResidual(layer.post_attn_norm, begin, end);
     RmsNorm(x_.data() + begin * hidden, layer.ffn_norm.data(), end - begin, hidden, config_.rms_eps, h_.data() + begin * hidden);
   });
   float* const gate_up_out[] = {gate_.data(), up_.data()};
@@ -207,11 +212,17 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
     }
   });
   RETURN_IF_ERROR(layer.down.Forward(gate_.data(), num_tokens, h_.data(), pool, comm));
-  if (!layer.post_ffn_norm.empty()) {
-    RmsNorm(h_.data(), layer.post_ffn_norm.data(), num_tokens, hidden, config_.rms_eps, h_.data());
-  }
-  for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] += h_[i];
+  ForTokenRows(pool, num_tokens, hidden,
+               [&](int64_t begin, int64_t end) { AddResidual(layer.post_ffn_norm, begin, end); });
   return OkStatus();
+}
+
+void LlamaModel::AddResidual(const std::vector<float>& post_norm, int64_t begin, int64_t end) {
+  const int64_t hidden = config_.hidden_size;
+  float* h = h_.data() + begin * hidden;
+  if (!post_norm.empty()) RmsNorm(h, post_norm.data(), end - begin, hidden, config_.rms_eps, h);
+  float* x = x_.data() + begin * hidden;
+  for (int64_t i = 0; i < (end - begin) * hidden; ++i) x[i] += h[i];
 }
 
 }  // namespace tpserve

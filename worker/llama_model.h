@@ -85,6 +85,8 @@ class LlamaModel {
   LlamaModel(const ModelConfig& config, const ShardPlan& shard) : config_(config), shard_(shard) {}
   Status LayerForward(const Layer& layer, const ForwardBatch& batch, const LayerKvCache& cache, ThreadPool* pool,
                       Communicator& comm);
+  // Tokens [begin, end): h = post_norm(h) (when the architecture has one), then x += h.
+  void AddResidual(const std::vector<float>& post_norm, int64_t begin, int64_t end);
 
   // Loads layer l's tensors by the architecture's names and layout.
   static StatusOr<Layer> LoadLayer(const ModelConfig& config, const WeightSource& weights, const ShardPlan& shard,
