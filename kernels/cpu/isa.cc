@@ -7,6 +7,10 @@
 #include <mutex>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "common/check.h"
 #include "common/logging.h"
 
@@ -15,6 +19,14 @@ namespace {
 
 std::atomic<int> g_active{-1};  // an Isa once chosen
 std::mutex g_choose_mu;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16C by CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
 
 }  // namespace
 
@@ -33,7 +45,7 @@ bool CpuSupportsIsa(Isa isa) {
   switch (isa) {
     case Isa::kPortable: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
     case Isa::kAvx512:
       return CpuSupportsIsa(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
