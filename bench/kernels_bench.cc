@@ -107,7 +107,8 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
     for (float& v : src) v = dist(rng);
     QuantizeRow(type, src.data(), one.data() + r * row_bytes, c.cols);
   }
-  const int64_t copies = std::max<int64_t>(1, bench::BytesPastCache(int64_t{quick ? 96 : 192} << 20) / weight_bytes + 1);
+  const int64_t cycled = bench::BytesPastCache(int64_t{quick ? 96 : 192} << 20);
+  const int64_t copies = std::max<int64_t>(1, cycled / weight_bytes + 1);
   std::vector<std::vector<uint8_t>> weights(copies, one);
 
   const int64_t max_tokens = quick ? 128 : 512;
@@ -133,7 +134,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
                           const WeightMatrix w{type, c.rows, c.cols, weights[0].data()};
                           MatMul(w, x.data(), 1, y.data(), pool);
                         }).median_s;
-  std::printf("                                   in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n",
+  std::printf("%34s in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n", "",
               cached * 1e6, weight_bytes / cached / 1e9, (median - cached) * 1e6);
 
   // Prefill: T tokens through one weight copy, best of 3, through the float sums and then the fixed-point

@@ -70,6 +70,37 @@ void SumRows(const float* s, int64_t n, float* sums) {
   for (int r = 0; r < R; ++r) sums[r] = acc[r];
 }
 
+// out[0, W · C) += w[r] · v[r · v_stride + ...] for every row r in order, each product rounded before its add
+// (-ffp-contract=off keeps them apart): C registers of W floats, one chain of adds each, so C chains are in
+// flight through the rows (8 ymm or 4 zmm cover a 64-element head).
+template <int W>
+struct FloatLanes;  // W floats in one register (a vector_size on a dependent alias is dropped by GCC)
+template <>
+struct FloatLanes<8> {
+  using Type = float __attribute__((vector_size(32)));
+};
+template <>
+struct FloatLanes<16> {
+  using Type = float __attribute__((vector_size(64)));
+};
+
+template <int W, int C>
+[[gnu::always_inline]] inline void AccumulateOutputs(const float* w, const float* v, int64_t v_stride, int64_t num_rows,
+                                                     float* out) {
+  using Vec = typename FloatLanes<W>::Type;
+  Vec acc[C];
+  for (int c = 0; c < C; ++c) std::memcpy(&acc[c], out + W * c, sizeof(Vec));
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const Vec wr = Vec{} + w[r];
+    for (int c = 0; c < C; ++c) {
+      Vec vr;
+      std::memcpy(&vr, v + r * v_stride + W * c, sizeof(Vec));
+      acc[c] = acc[c] + wr * vr;
+    }
+  }
+  for (int c = 0; c < C; ++c) std::memcpy(out + W * c, &acc[c], sizeof(Vec));
+}
+
 }  // namespace
 
 void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
@@ -86,47 +117,21 @@ void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
 
 void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t i = 0;
-#if defined(__AVX512F__)
-  // C · 16 outputs in C registers across all the rows, one chain of adds each (a 64-element head: 4).
-  auto outputs512 = [&](auto chains) __attribute__((always_inline)) {
-    constexpr int C = decltype(chains)::value;
-    __m512 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_loadu_ps(out + i + 16 * c);
-    for (int64_t r = 0; r < num_rows; ++r) {
-      const __m512 wr = _mm512_set1_ps(w[r]);
-      const float* vr = v + r * v_stride + i;
-      for (int c = 0; c < C; ++c) acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(wr, _mm512_loadu_ps(vr + 16 * c)));
-    }
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + i + 16 * c, acc[c]);
-    i += 16 * C;
+#if defined(__AVX2__)
+  auto outputs = [&](auto width, auto chains) __attribute__((always_inline)) {
+    AccumulateOutputs<decltype(width)::value, decltype(chains)::value>(w, v + i, v_stride, num_rows, out + i);
+    i += decltype(width)::value * decltype(chains)::value;
   };
-  while (i + 128 <= n) outputs512(std::integral_constant<int, 8>{});
-  while (i + 64 <= n) outputs512(std::integral_constant<int, 4>{});
+  using std::integral_constant;
+#endif
+#if defined(__AVX512F__)
+  while (i + 128 <= n) outputs(integral_constant<int, 16>{}, integral_constant<int, 8>{});
+  while (i + 64 <= n) outputs(integral_constant<int, 16>{}, integral_constant<int, 4>{});
 #endif
 #if defined(__AVX2__)
-  // C · 8 outputs in C registers across all the rows: each register's adds form one chain through the
-  // rows, so 8 chains (64 outputs, a whole 64-element head) keep the adders busy where 4 waited on them.
-  auto outputs = [&](auto chains) __attribute__((always_inline)) {
-    constexpr int C = decltype(chains)::value;
-    __m256 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
-    for (int64_t r = 0; r < num_rows; ++r) {
-      const __m256 wr = _mm256_set1_ps(w[r]);
-      const float* vr = v + r * v_stride + i;
-      for (int c = 0; c < C; ++c) acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(wr, _mm256_loadu_ps(vr + 8 * c)));
-    }
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + i + 8 * c, acc[c]);
-    i += 8 * C;
-  };
-  while (i + 64 <= n) outputs(std::integral_constant<int, 8>{});
-  while (i + 32 <= n) outputs(std::integral_constant<int, 4>{});
-  for (; i + 8 <= n; i += 8) {
-    __m256 acc = _mm256_loadu_ps(out + i);
-    for (int64_t r = 0; r < num_rows; ++r) {
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(v + r * v_stride + i)));
-    }
-    _mm256_storeu_ps(out + i, acc);
-  }
+  while (i + 64 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 8>{});
+  while (i + 32 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 4>{});
+  while (i + 8 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 1>{});
 #endif
   for (; i < n; ++i) {
     float acc = out[i];
