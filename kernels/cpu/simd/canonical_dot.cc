@@ -92,9 +92,9 @@ inline void Dot4(const float* q, const float* k, int64_t k_stride, int64_t n, fl
 // for all, then the sixteen folds done together, each Fold16's adds in its order, four rows' partial sums
 // side by side in each step: b = lo8 + hi8 (row pairs in one register), s[i] = b[i] + b[i + 4] (four rows
 // in one register's 128-bit lanes), then (s0 + s2) and (s1 + s3), then their sum. Rows past num_rows read
-// the last row again and are not stored. (Folding one key at a time cost more than its 4 FMAs on 64-element heads.)
-// kChunks > 0: n = 16 · kChunks, the loop unrolled (GCC then keeps the accumulators in registers; with a
-// loop it zeroes them in memory and reloads them); 0: any n.
+// the last row again and are not stored. (Folding one key at a time cost more than its 4 FMAs on
+// 64-element heads.) kChunks > 0: n = 16 · kChunks, the loop unrolled (GCC then keeps the accumulators in
+// registers; with a loop it zeroes them in memory and reloads them); 0: any n.
 template <int kChunks>
 void Dot16(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
   if constexpr (kChunks > 0) n = 16 * kChunks;
