@@ -20,8 +20,8 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/cpu_time.h"

@@ -116,11 +116,12 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   for (float& v : x) v = dist(rng);
 
   // Decode: one token, a different copy of the weight each call.
-  const bench::CallTimes times =
-      bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(), [&](int64_t call) {
-        const WeightMatrix w{type, c.rows, c.cols, weights[call % copies].data()};
-        MatMul(w, x.data(), 1, y.data(), pool);
-      });
+  const auto decode = [&](int64_t copy) {
+    const WeightMatrix w{type, c.rows, c.cols, weights[copy].data()};
+    MatMul(w, x.data(), 1, y.data(), pool);
+  };
+  const bench::CallTimes times = bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(),
+                                                  [&](int64_t call) { decode(call % copies); });
   const double median = times.median_s, cpu_per_call = times.cpu_per_call;
   const double gbs = weight_bytes / median / 1e9;
   std::printf("  decode  T=1   %-5s %5lldx%-5lld %9.1f us  achieved %6.2f GB/s of %6.2f GB/s measured (%3.0f%%)"
@@ -130,10 +131,8 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   // The same call on one copy, which stays in cache: the arithmetic alone. Where a core's memory wait and
   // its arithmetic do not overlap, the call from memory takes about the sum (bench/README.md, "AVX-512
   // attention, one core's bound").
-  const double cached = bench::TimeCalls(quick ? 0.1 : 0.25, 8, pool->num_threads(), [&](int64_t) {
-                          const WeightMatrix w{type, c.rows, c.cols, weights[0].data()};
-                          MatMul(w, x.data(), 1, y.data(), pool);
-                        }).median_s;
+  const double cached =
+      bench::TimeCalls(quick ? 0.1 : 0.25, 8, pool->num_threads(), [&](int64_t) { decode(0); }).median_s;
   std::printf("%34s in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n", "",
               cached * 1e6, weight_bytes / cached / 1e9, (median - cached) * 1e6);
 

@@ -182,7 +182,9 @@ void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
     FloatPanelTokens<kFloatPanelTokens>(packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride,
                                         y_stride);
   }
-  if (t < num_tokens) kTokens[num_tokens - t - 1](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+  if (t < num_tokens) {
+    kTokens[num_tokens - t - 1](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
+  }
 }
 
 // ---- FixedPointFloatPanel ----
@@ -253,7 +255,8 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
     if (whole * kPanelChunk < cols) {
       alignas(32) uint8_t tail[kFloatPanelRows][kPanelChunk * 4] = {};
       for (int i = 16 * g; i < 16 * g + 16; ++i) {
-        std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes, (cols - whole * kPanelChunk) * Loader::kBytes);
+        std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes,
+                    (cols - whole * kPanelChunk) * Loader::kBytes);
       }
       chunk(g, [&](int i) { return static_cast<const uint8_t*>(tail[i]); },
             [&](int t) { return static_cast<const float*>(tokens.tail[t]); });
@@ -277,7 +280,9 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
     const int nt = static_cast<int>(std::min<int64_t>(kFixedPanelTokens, num_tokens - t));
     alignas(32) int64_t sums[kFixedPanelTokens][kFloatPanelRows];
     for (int i = 0; i < nt; ++i) {  // vector stores: `= {}` became a rep stos, slow to start on short runs
-      for (int r = 0; r < kFloatPanelRows; r += 4) _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
+      for (int r = 0; r < kFloatPanelRows; r += 4) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
+      }
     }
     if (direct) {
       kDirect[nt - 1](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);

@@ -61,14 +61,19 @@ struct PanelSums {
     const __m512 scale = _mm512_set1_ps(0x1p32f);
     const __m512 rows[2] = {_mm512_mul_ps(s.lo, scale), _mm512_mul_ps(s.hi, scale)};
     for (int h = 0; h < 2; ++h) {
-      v[2 * h] = _mm512_add_epi64(v[2 * h], _mm512_cvt_roundps_epi64(_mm512_castps512_ps256(rows[h]), kNearest));
-      v[2 * h + 1] = _mm512_add_epi64(v[2 * h + 1], _mm512_cvt_roundps_epi64(_mm512_extractf32x8_ps(rows[h], 1), kNearest));
+      const __m512i lo = _mm512_cvt_roundps_epi64(_mm512_castps512_ps256(rows[h]), kNearest);
+      const __m512i hi = _mm512_cvt_roundps_epi64(_mm512_extractf32x8_ps(rows[h], 1), kNearest);
+      v[2 * h] = _mm512_add_epi64(v[2 * h], lo);
+      v[2 * h + 1] = _mm512_add_epi64(v[2 * h + 1], hi);
     }
   }
   void Finish(int64_t* sums) const {
-    for (int i = 0; i < 4; ++i) _mm512_storeu_si512(sums + 8 * i, _mm512_add_epi64(_mm512_loadu_si512(sums + 8 * i), v[i]));
+    for (int i = 0; i < 4; ++i) {
+      _mm512_storeu_si512(sums + 8 * i, _mm512_add_epi64(_mm512_loadu_si512(sums + 8 * i), v[i]));
+    }
   }
-  __m512i v[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};  // rows 8i..8i+7
+  __m512i v[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                  _mm512_setzero_si512()};  // rows 8i..8i+7
 };
 
 inline PanelRows operator+(PanelRows a, PanelRows b) { return {_mm512_add_ps(a.lo, b.lo), _mm512_add_ps(a.hi, b.hi)}; }
