@@ -24,6 +24,7 @@ template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
               const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
   if (table.panel != nullptr && num_tokens >= table.panel_min_tokens) {
+    if (table.panel_prepare != nullptr) x = table.panel_prepare(x, x_stride, num_tokens, cols, &x_stride);
     for (int64_t r = row_begin; r < row_end; r += table.panel_rows) {
       const int num_rows = static_cast<int>(std::min<int64_t>(table.panel_rows, row_end - r));
       table.panel(w + r * row_bytes, row_bytes, num_rows, x, x_stride, num_tokens, cols, y + r, y_stride);

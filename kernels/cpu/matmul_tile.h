@@ -32,6 +32,11 @@ using TileFn = void (*)(const uint8_t* w, int64_t row_bytes, const uint8_t* x, i
 template <class Out>
 using PanelFn = void (*)(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                          int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
+// The level's per-token operand of its panels, prepared once per RunTiles call from x (the quantised types'
+// shifted activations, which every panel of the call then reads): the prepared tokens, in the calling thread's
+// scratch, and their stride in *prepared_stride; the panel function takes them as its x.
+using PanelPrepareFn = const uint8_t* (*)(const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols,
+                                          int64_t* prepared_stride);
 inline constexpr int kPanelRows = 16;
 inline constexpr int64_t kPanelMinTokens = 16;
 // Float weights' panels (simd/float_panel.h) convert and transpose the rows to f32 first, which 16
@@ -55,6 +60,7 @@ struct TileTable {
   RowsFn<Out> rows = nullptr;
   int64_t panel_min_tokens = kPanelMinTokens;
   int panel_rows = kPanelRows;  // the most rows one panel call takes
+  PanelPrepareFn panel_prepare = nullptr;  // null: the panels read x as it is
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of panel_rows rows for

@@ -279,8 +279,10 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
   using Out = typename Sums<1, 1>::Out;
 #if TPSERVE_QUANT_PANELS
   constexpr PanelFn<Out> kPanel = HasPanel<Out>(kType) ? QuantPanel<kType, Out> : nullptr;
+  constexpr PanelPrepareFn kPrepare = HasPanel<Out>(kType) ? PrepareActivations<kType> : nullptr;
 #else
   constexpr PanelFn<Out> kPanel = nullptr;
+  constexpr PanelPrepareFn kPrepare = nullptr;
 #endif
   RowsFn<Out> rows = nullptr;
 #if TPSERVE_QUANT_ROW_QUADS
@@ -292,7 +294,7 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
       {QuantTile<kType, Sums, 1, 1>, QuantTile<kType, Sums, 1, 2>, QuantTile<kType, Sums, 1, 3>, QuantTile<kType, Sums, 1, 4>},
       {QuantTile<kType, Sums, 2, 1>, QuantTile<kType, Sums, 2, 2>, QuantTile<kType, Sums, 2, 3>, QuantTile<kType, Sums, 2, 4>},
       {QuantTile<kType, Sums, 4, 1>, QuantTile<kType, Sums, 4, 2>, QuantTile<kType, Sums, 4, 3>, QuantTile<kType, Sums, 4, 4>},
-  }, kPanel, rows};
+  }, kPanel, rows, kPanelMinTokens, kPanelRows, kPrepare};
 }
 
 // The quantised types' tables for one reduction.

@@ -14,7 +14,6 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
-#include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_panel_block.h"
@@ -127,7 +126,7 @@ struct FloatPanelSums {
   FloatPanelSums() {
     for (int t = 0; t < NT; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
   }
-  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const BlockQ8Act& xa) {
+  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const PanelActivation& xa) {
     const __m256 ad = _mm256_set1_ps(xa.d);
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(Rows8(pb.d, half), ad), acc[t]);
     if constexpr (MinKindOf(kType) == MinKind::kHalves) {
@@ -150,7 +149,7 @@ struct FixedPanelSums {
   FixedPanelSums() {
     for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_si256();
   }
-  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const BlockQ8Act& xa) {
+  void Add(int t, const PanelBlock& pb, int half, __m256i total, __m256i min_total, const PanelActivation& xa) {
     __m256 terms = _mm256_mul_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(Rows8(pb.d, half), _mm256_set1_ps(xa.d)));
     if constexpr (MinKindOf(kType) == MinKind::kOffset) {
       terms = _mm256_add_ps(terms, _mm256_mul_ps(Rows8(pb.m, half), _mm256_set1_ps(xa.sum)));
@@ -168,15 +167,15 @@ struct FixedPanelSums {
 
 // NT tokens over each row half of the panel, block after block.
 template <DType kType, class Sums, int NT, class Out>
-void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivation* const (&a)[NT],
-               const BlockQ8Act* const (&x)[NT], int num_rows, Out* const (&y)[NT]) {
+void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivation* const (&a)[NT], int num_rows,
+               Out* const (&y)[NT]) {
   for (int half = 0; 8 * half < num_rows; ++half) {
     Sums sums;
     for (int64_t b = 0; b < num_blocks; ++b) {
       const PanelBlock& pb = blocks[b];
       __m256i total[NT], min_total[NT] = {};
       HalfTotals<kType, NT>(pb, half, a, b, total, min_total);
-      for (int t = 0; t < NT; ++t) sums.Add(t, pb, half, total[t], min_total[t], x[t][b]);
+      for (int t = 0; t < NT; ++t) sums.Add(t, pb, half, total[t], min_total[t], a[t][b]);
     }
     for (int t = 0; t < NT; ++t) sums.Store(t, half, num_rows, y[t]);
   }

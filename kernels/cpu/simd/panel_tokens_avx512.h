@@ -10,7 +10,6 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
-#include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_panel_block.h"
 
@@ -61,7 +60,7 @@ struct FloatPanelSums {
   FloatPanelSums() {
     for (int t = 0; t < NT; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
   }
-  void Add(int t, const PanelBlock& pb, __m512i total, __m512i min_total, const BlockQ8Act& xa) {
+  void Add(int t, const PanelBlock& pb, __m512i total, __m512i min_total, const PanelActivation& xa) {
     const __m512 ad = _mm512_set1_ps(xa.d);
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(_mm512_load_ps(pb.d), ad), acc[t]);
     if constexpr (MinKindOf(kType) == MinKind::kHalves) {
@@ -83,7 +82,7 @@ struct FixedPanelSums {
   FixedPanelSums() {
     for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_si512();
   }
-  void Add(int t, const PanelBlock& pb, __m512i total, __m512i min_total, const BlockQ8Act& xa) {
+  void Add(int t, const PanelBlock& pb, __m512i total, __m512i min_total, const PanelActivation& xa) {
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m512 terms = _mm512_mul_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(_mm512_load_ps(pb.d), _mm512_set1_ps(xa.d)));
     if constexpr (MinKindOf(kType) == MinKind::kOffset) {
@@ -107,14 +106,14 @@ struct FixedPanelSums {
 
 // NT tokens over the panel's 16 rows, block after block.
 template <DType kType, class Sums, int NT, class Out>
-void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivation* const (&a)[NT],
-               const BlockQ8Act* const (&x)[NT], int num_rows, Out* const (&y)[NT]) {
+void PanelPass(const PanelBlock* blocks, int64_t num_blocks, const PanelActivation* const (&a)[NT], int num_rows,
+               Out* const (&y)[NT]) {
   Sums sums;
   for (int64_t b = 0; b < num_blocks; ++b) {
     const PanelBlock& pb = blocks[b];
     __m512i total[NT], min_total[NT] = {};
     BlockTotals<kType, NT>(pb, a, b, total, min_total);
-    for (int t = 0; t < NT; ++t) sums.Add(t, pb, total[t], min_total[t], x[t][b]);
+    for (int t = 0; t < NT; ++t) sums.Add(t, pb, total[t], min_total[t], a[t][b]);
   }
   for (int t = 0; t < NT; ++t) sums.Store(t, num_rows, y[t]);
 }

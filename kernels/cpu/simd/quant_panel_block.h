@@ -82,17 +82,20 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
 }
 
 // A token's activation block as the panel reads it: a + 128 as unsigned bytes (or a itself where the
-// level dots signed values through the sign trick), and (Q2_K) Σa per half, prepared once per pass of
-// tokens (quant_panel.h) for every row of the panel.
+// level dots signed values through the sign trick), (Q2_K) Σa per half, and the block's d and Σ, prepared
+// once per call for every panel (quant_panel.h).
 struct PanelActivation {
-  alignas(32) uint8_t bytes[32];
+  uint8_t bytes[32];
   int32_t half_sums[2];
+  float d, sum;
 };
 
 template <DType kType, bool kShift>
 inline void ReadActivation(const BlockQ8Act& a, PanelActivation* pa) {
   const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(pa->bytes), kShift ? _mm256_xor_si256(aq, _mm256_set1_epi8(-128)) : aq);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(pa->bytes), kShift ? _mm256_xor_si256(aq, _mm256_set1_epi8(-128)) : aq);
+  pa->d = a.d;
+  pa->sum = a.sum;
   if constexpr (MinKindOf(kType) == MinKind::kHalves) {
     for (int h = 0; h < 2; ++h) {
       int32_t sum = 0;
