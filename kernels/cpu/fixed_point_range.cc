@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
@@ -75,8 +76,22 @@ bool FixedPointRange::TokenAdmitted(const float* xt) const {
   for (float p : part) bound += p;
   if (quantized_) {
     for (size_t b = 0; b < block_bound_.size(); ++b) {
+      // max |x| over the block in 16 lanes first (one running max was scalar, half of this check's time): the
+      // max of finite values is the same in any order, and a NaN or infinity has already made `bound` NaN or
+      // infinite.
+      using Lanes = float __attribute__((vector_size(kParts * sizeof(float))));
+      using Bits = int32_t __attribute__((vector_size(kParts * sizeof(float))));
+      Lanes lanes = {};
+      for (int64_t j = 0; j < kQuantBlock; j += kParts) {
+        Bits bits;
+        std::memcpy(&bits, xt + b * kQuantBlock + j, sizeof bits);
+        const Lanes v = reinterpret_cast<Lanes>(bits & 0x7fffffff);  // |x|
+        lanes = lanes < v ? v : lanes;
+      }
+      float lane[kParts];
+      std::memcpy(lane, &lanes, sizeof lane);
       float amax = 0.0f;
-      for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(xt[b * kQuantBlock + j]));
+      for (float v : lane) amax = std::max(amax, v);
       bound += block_bound_[b] * (amax / 254.0f);
     }
   }

@@ -280,9 +280,11 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
 #if TPSERVE_QUANT_PANELS
   constexpr PanelFn<Out> kPanel = HasPanel<Out>(kType) ? QuantPanel<kType, Out> : nullptr;
   constexpr PanelPrepareFn kPrepare = HasPanel<Out>(kType) ? PrepareActivations<kType> : nullptr;
+  constexpr int64_t kPanelFrom = kQuantPanelMinTokens;
 #else
   constexpr PanelFn<Out> kPanel = nullptr;
   constexpr PanelPrepareFn kPrepare = nullptr;
+  constexpr int64_t kPanelFrom = kPanelMinTokens;
 #endif
   RowsFn<Out> rows = nullptr;
 #if TPSERVE_QUANT_ROW_QUADS
@@ -294,7 +296,7 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
       {QuantTile<kType, Sums, 1, 1>, QuantTile<kType, Sums, 1, 2>, QuantTile<kType, Sums, 1, 3>, QuantTile<kType, Sums, 1, 4>},
       {QuantTile<kType, Sums, 2, 1>, QuantTile<kType, Sums, 2, 2>, QuantTile<kType, Sums, 2, 3>, QuantTile<kType, Sums, 2, 4>},
       {QuantTile<kType, Sums, 4, 1>, QuantTile<kType, Sums, 4, 2>, QuantTile<kType, Sums, 4, 3>, QuantTile<kType, Sums, 4, 4>},
-  }, kPanel, rows, kPanelMinTokens, kPanelRows, kPrepare};
+  }, kPanel, rows, kPanelFrom, kPanelRows, kPrepare};
 }
 
 // The quantised types' tables for one reduction.
