@@ -31,8 +31,9 @@ void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, 
     }
     return;
   }
-  if (table.rows != nullptr && num_tokens == 1) {
-    const int64_t done = table.rows(w + row_begin * row_bytes, row_bytes, row_end - row_begin, x, cols, y + row_begin);
+  if (table.rows != nullptr && num_tokens <= table.rows_max_tokens) {
+    const int64_t done = table.rows(w + row_begin * row_bytes, row_bytes, row_end - row_begin, x, x_stride, num_tokens,
+                                    cols, y + row_begin, y_stride);
     row_begin += done;
   }
   // Decode (one tile of tokens): stream the rows once. Prefill: block the rows so each block is

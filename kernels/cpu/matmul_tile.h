@@ -44,15 +44,15 @@ inline constexpr int64_t kPanelMinTokens = 16;
 // against 63, T = 32 66 against 64, T = 64 74 against 41-65).
 inline constexpr int64_t kFloatPanelMinTokens = 32;
 
-// Rows [0, num_rows) of w against one token (decode) with the token's activation prepared once for all
-// of them, the tiles' results bit for bit; returns how many rows it did (the first ones), the tiles do
-// the rest.
+// Rows [0, num_rows) of w against num_tokens (decode: at most the table's rows_max_tokens) tokens, each token's
+// activation prepared once for all of them, the tiles' results bit for bit; returns how many rows it did (the
+// first ones), the tiles do the rest.
 template <class Out>
-using RowsFn = int64_t (*)(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t cols,
-                           Out* y);
+using RowsFn = int64_t (*)(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
+                           int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
 
 // Tile functions for every (NR, NT) in {1, 2, 4} × {1, 2, 3, 4}, indexed [nr_index][nt - 1], and the
-// level's panel and one-token row functions, or null.
+// level's panel and row functions, or null.
 template <class Out>
 struct TileTable {
   TileFn<Out> fn[3][4];
@@ -61,11 +61,12 @@ struct TileTable {
   int64_t panel_min_tokens = kPanelMinTokens;
   int panel_rows = kPanelRows;  // the most rows one panel call takes
   PanelPrepareFn panel_prepare = nullptr;  // null: the panels read x as it is
+  int64_t rows_max_tokens = 1;  // the most tokens the row function takes
 };
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of panel_rows rows for
-// its panel_min_tokens tokens or more where it has them; for one token its row function, where it has one,
-// then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
+// its panel_min_tokens tokens or more where it has them; for up to rows_max_tokens tokens its row function,
+// where it has one, then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
 // token tiles (decode's float weights too: 4-row tiles beat one row at a time on the Xeon of bench/README.md's
 // "AVX-512 float panels", SmolLM2 F16 tg at 2 threads 60 -> 65 tok/s). y: [T, rows] with row stride y_stride
 // (= rows). Instantiated for float and int64_t.

@@ -287,16 +287,21 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
   constexpr int64_t kPanelFrom = kPanelMinTokens;
 #endif
   RowsFn<Out> rows = nullptr;
+  int64_t rows_max_tokens = 1;
 #if TPSERVE_QUANT_ROW_QUADS
   if constexpr (HasRowQuads(kType)) {
     rows = QuadRows<kType, Sums<4, 1>>;
+#if TPSERVE_QUAD_TOKENS
+    rows_max_tokens = kPanelFrom - 1;  // every decode batch below the panels
+    static_assert(kQuantPanelMinTokens - 1 <= kQuadGroupTokens * kQuadMaxGroups);
+#endif
   }
 #endif
   return TileTable<Out>{{
       {QuantTile<kType, Sums, 1, 1>, QuantTile<kType, Sums, 1, 2>, QuantTile<kType, Sums, 1, 3>, QuantTile<kType, Sums, 1, 4>},
       {QuantTile<kType, Sums, 2, 1>, QuantTile<kType, Sums, 2, 2>, QuantTile<kType, Sums, 2, 3>, QuantTile<kType, Sums, 2, 4>},
       {QuantTile<kType, Sums, 4, 1>, QuantTile<kType, Sums, 4, 2>, QuantTile<kType, Sums, 4, 3>, QuantTile<kType, Sums, 4, 4>},
-  }, kPanel, rows, kPanelFrom, kPanelRows, kPrepare};
+  }, kPanel, rows, kPanelFrom, kPanelRows, kPrepare, rows_max_tokens};
 }
 
 // The quantised types' tables for one reduction.

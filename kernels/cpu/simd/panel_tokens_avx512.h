@@ -21,10 +21,10 @@ constexpr bool HasPanel(DType) {
   return true;
 }
 
-// The fewest tokens that take the panels here rather than 4-token tiles: with the activations prepared once
-// per call (PrepareActivations), SmolLM2 Q4_1 decode at 2 threads, tok/s tiles → panels: batch 8 432-435 →
-// 422-423, 9 400-401 → 435-446, 10 414-419 → 473-482, 12 457-458 → 552-553.
-inline constexpr int64_t kQuantPanelMinTokens = 9;
+// The fewest tokens that take the panels here: below, the row quads take up to 32 tokens at once
+// (quant_row_quads.h's QuadTokenRows). SmolLM2 Q4_1 decode at 2 threads, tok/s, panels → quads: batch 16
+// 574-609 → 872-936, 24 699-723 → 851-880, 32 775-866 → 870-885.
+inline constexpr int64_t kQuantPanelMinTokens = 33;
 
 // The activations as the panel dots them: a + 128 for every type (VNNI sums in int32).
 constexpr bool ShiftsActivations(DType) { return true; }

@@ -107,6 +107,20 @@ inline __m128i RowTotals(__m512i lo, __m512i hi) {
       _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
 }
 
+// Several tokens at once against a quad (quant_row_quads.h's QuadTokenRows): this level has them.
+#define TPSERVE_QUAD_TOKENS 1
+
+// Four tokens' lanes (lanes[t]: row r's four int32 partials in 128-bit lane r) → element 4r + t is row r's
+// exact total against token t: one transposing tree for the four, where RowTotals takes six operations each.
+inline __m512i TokenTotals(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+// Row r's value (element r of v) in every element of 128-bit lane r.
+inline __m512 RowsInGroups(__m128 v) { return _mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(v)); }
+
 // The four rows' exact block totals, rows in order.
 template <DType kType>
 inline __m128i QuadTotals(__m512i lo, __m512i hi, const QuadAct& a, __m512i lo_scale, __m512i hi_scale) {

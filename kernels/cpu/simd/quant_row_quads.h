@@ -1,5 +1,5 @@
-// Internal to kernels/cpu/simd/matmul_quant.cc, the AVX2 and AVX-512 levels: one token (decode) against
-// four weight rows at once, each row in one 128-bit lane. `lo` holds the four rows' values 0..15, `hi`
+// Internal to kernels/cpu/simd/matmul_quant.cc, the AVX2 and AVX-512 levels: one token (decode; on AVX-512 up
+// to 32, QuadTokenRows) against four weight rows at once, each row in one 128-bit lane. `lo` holds the four rows' values 0..15, `hi`
 // their values 16..31 (a QuadVec: one zmm on AVX-512, quad_lanes_avx512.h; two ymm on AVX2, rows 0-1 and
 // 2-3, quad_lanes_avx2.h), so one dot of each against the activation's halves (broadcast to every lane:
 // VNNI, or maddubs + madd on AVX2) gives every row its 8 canonical integer lanes: lane i of row r is
@@ -20,12 +20,14 @@
 // level to the portable one bit for bit.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
 #include "common/dtype.h"
+#include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
@@ -185,11 +187,157 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
   for (int r = 0; r < 4; ++r) y[r] = acc.Result(r, 0);
 }
 
-// RowsFn (matmul_tile.h): the token's blocks broadcast (and their biased sums) once, then every whole
-// quad of rows; the last num_rows % 4 rows are left to the tiles.
+#if TPSERVE_QUAD_TOKENS
+// Decode batches below the panels: up to kQuadMaxGroups groups of kQuadGroupTokens tokens against four rows
+// at once, element 4r + t of a group's vectors being row r against the group's token t. Each block's quad is
+// read once for every token; a token's halves are broadcast from its activation block, its lanes reduced
+// together with the group's three others (TokenTotals), and the group's d_a and Σa come as vectors prepared
+// once per call. Per output the same operations as QuadPass (FloatSums and FixedSums of 4 rows).
+inline constexpr int kQuadGroupTokens = 4;
+inline constexpr int kQuadMaxGroups = 8;
+
+// A group's four tokens' d_a and Σa for one block, token t in element t.
+struct GroupScales {
+  alignas(16) float d[kQuadGroupTokens];
+  alignas(16) float sum[kQuadGroupTokens];
+};
+
+// The biased types' bias · Σ of each 4 activation values of a block's halves, one 128-bit lane (QuadAct's).
+struct TokenBias {
+  __m128i lo, hi;
+};
+
+// G groups' tokens (act, bias: the 4G tokens' blocks, the ones past num_tokens repeating a real one) against
+// the four rows at w; y: the num_tokens × 4 outputs, y_stride apart.
+template <DType kType, class Out, int G>
+void QuadTokensPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* const* act, const TokenBias* const* bias,
+                    const GroupScales* scales, int64_t num_blocks, int64_t num_tokens, Out* y, int64_t y_stride) {
+  constexpr bool kFixed = std::is_same_v<Out, int64_t>;
+  constexpr bool kOffset = MinKindOf(kType) == MinKind::kOffset;
+  const __m512 sums_scale = _mm512_set1_ps(kFixed ? kFixedPointScale : 1.0f);
+  __m512 acc[G], acc_min[G];
+  __m512i fixed[G][2];  // rows 0-1 and 2-3
+  for (int g = 0; g < G; ++g) {
+    acc[g] = acc_min[g] = _mm512_setzero_ps();
+    fixed[g][0] = fixed[g][1] = _mm512_setzero_si512();
+  }
+  TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
+  QuadReader<kType> reader(w, row_bytes);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    prefetch.At(b * kQuantBlock);
+    const QuadBlock q = reader.Load(b);
+    const __m512 d = _mm512_mul_ps(RowsInGroups(q.d), sums_scale);
+    const __m512 m = _mm512_mul_ps(RowsInGroups(q.m), sums_scale);
+    for (int g = 0; g < G; ++g) {
+      __m512i lanes[kQuadGroupTokens];
+      for (int i = 0; i < kQuadGroupTokens; ++i) {
+        const int t = kQuadGroupTokens * g + i;
+        if (t >= num_tokens) {  // a last group's missing tokens: any lanes, never stored
+          lanes[i] = lanes[0];
+          continue;
+        }
+        const int8_t* qs = act[t][b].qs;
+        const __m512i lo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+        const __m512i hi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
+        __m512i lo_bias = _mm512_setzero_si512(), hi_bias = _mm512_setzero_si512();
+        if constexpr (kBiasShift<kType> >= 0) {
+          lo_bias = _mm512_broadcast_i32x4(bias[t][b].lo);
+          hi_bias = _mm512_broadcast_i32x4(bias[t][b].hi);
+        }
+        lanes[i] = _mm512_add_epi32(QuadLanes<kType>(q.lo, lo, lo_bias, q.lo_scale),
+                                    QuadLanes<kType>(q.hi, hi, hi_bias, q.hi_scale));
+      }
+      const __m512 totals = _mm512_cvtepi32_ps(TokenTotals(lanes[0], lanes[1], lanes[2], lanes[3]));
+      const GroupScales& gs = scales[g * num_blocks + b];
+      const __m512 scale = _mm512_mul_ps(d, _mm512_broadcast_f32x4(_mm_load_ps(gs.d)));
+      const __m512 offset = kOffset ? _mm512_mul_ps(m, _mm512_broadcast_f32x4(_mm_load_ps(gs.sum))) : m;
+      if constexpr (kFixed) {
+        __m512 terms = _mm512_mul_ps(totals, scale);
+        if constexpr (kOffset) terms = _mm512_add_ps(terms, offset);
+        fixed[g][0] = _mm512_add_epi64(fixed[g][0], _mm512_cvtps_epi64(_mm512_castps512_ps256(terms)));
+        fixed[g][1] = _mm512_add_epi64(fixed[g][1], _mm512_cvtps_epi64(_mm512_extractf32x8_ps(terms, 1)));
+      } else {
+        acc[g] = _mm512_fmadd_ps(totals, scale, acc[g]);
+        if constexpr (kOffset) acc_min[g] = _mm512_add_ps(acc_min[g], offset);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    alignas(64) Out v[16];  // element 4r + t
+    if constexpr (kFixed) {
+      _mm512_store_si512(v, fixed[g][0]);
+      _mm512_store_si512(v + 8, fixed[g][1]);
+    } else {
+      _mm512_store_ps(v, _mm512_add_ps(acc[g], acc_min[g]));
+    }
+    for (int i = 0; i < kQuadGroupTokens && kQuadGroupTokens * g + i < num_tokens; ++i) {
+      for (int r = 0; r < 4; ++r) y[(kQuadGroupTokens * g + i) * y_stride + r] = v[4 * r + i];
+    }
+  }
+}
+
+// 2 to kQuadGroupTokens · kQuadMaxGroups tokens: their biases and the groups' scales prepared once, then every
+// whole quad of rows.
+template <DType kType, class Out>
+int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
+                      int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride) {
+  constexpr int kMaxTokens = kQuadGroupTokens * kQuadMaxGroups;
+  const int64_t num_blocks = cols / kQuantBlock;
+  const int groups = static_cast<int>((num_tokens + kQuadGroupTokens - 1) / kQuadGroupTokens);
+  const BlockQ8Act* act[kMaxTokens];
+  for (int t = 0; t < kMaxTokens; ++t) {
+    act[t] = reinterpret_cast<const BlockQ8Act*>(x + std::min<int64_t>(t, num_tokens - 1) * x_stride);
+  }
+  thread_local std::vector<GroupScales> scales;  // [groups][cols / 32], reused across calls
+  thread_local std::vector<TokenBias> biases;    // [tokens][cols / 32] (the biased types)
+  if (static_cast<int64_t>(scales.size()) < kQuadMaxGroups * num_blocks) scales.resize(kQuadMaxGroups * num_blocks);
+  for (int g = 0; g < groups; ++g) {
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      for (int i = 0; i < kQuadGroupTokens; ++i) {
+        scales[g * num_blocks + b].d[i] = act[kQuadGroupTokens * g + i][b].d;
+        scales[g * num_blocks + b].sum[i] = act[kQuadGroupTokens * g + i][b].sum;
+      }
+    }
+  }
+  const TokenBias* bias[kMaxTokens] = {};
+  if constexpr (kBiasShift<kType> >= 0) {
+    if (static_cast<int64_t>(biases.size()) < kMaxTokens * num_blocks) biases.resize(kMaxTokens * num_blocks);
+    for (int t = 0; t < kMaxTokens; ++t) {
+      bias[t] = biases.data() + std::min<int64_t>(t, num_tokens - 1) * num_blocks;
+      if (t >= num_tokens) continue;
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        const QuadAct qa = LoadQuadAct<kType>(act[t][b]);
+        biases[t * num_blocks + b] = {_mm512_castsi512_si128(qa.lo_bias), _mm512_castsi512_si128(qa.hi_bias)};
+      }
+    }
+  }
+  static constexpr decltype(&QuadTokensPass<kType, Out, 1>) kPasses[kQuadMaxGroups] = {
+      QuadTokensPass<kType, Out, 1>, QuadTokensPass<kType, Out, 2>, QuadTokensPass<kType, Out, 3>,
+      QuadTokensPass<kType, Out, 4>, QuadTokensPass<kType, Out, 5>, QuadTokensPass<kType, Out, 6>,
+      QuadTokensPass<kType, Out, 7>, QuadTokensPass<kType, Out, 8>};
+  const int64_t quads = num_rows / 4 * 4;
+  for (int64_t r = 0; r < quads; r += 4) {
+    kPasses[groups - 1](w + r * row_bytes, row_bytes, act, bias, scales.data(), num_blocks, num_tokens, y + r,
+                        y_stride);
+  }
+  return quads;
+}
+#endif
+
+// RowsFn (matmul_tile.h). One token: its blocks broadcast (and their biased sums) once, then every whole quad
+// of rows; several (the levels with TPSERVE_QUAD_TOKENS): QuadTokenRows. The last num_rows % 4 rows are left
+// to the tiles.
 template <DType kType, class Sums>
-int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t cols,
-                 typename Sums::Out* y) {
+int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
+                 int64_t num_tokens, int64_t cols, typename Sums::Out* y, int64_t y_stride) {
+#if TPSERVE_QUAD_TOKENS
+  if (num_tokens > 1) {
+    return QuadTokenRows<kType, typename Sums::Out>(w, row_bytes, num_rows, x, x_stride, num_tokens, cols, y, y_stride);
+  }
+#endif
+  (void)x_stride;
+  (void)num_tokens;
+  (void)y_stride;
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
   thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
