@@ -291,10 +291,8 @@ TileTable<typename Sums<1, 1>::Out> MakeTable() {
 #if TPSERVE_QUANT_ROW_QUADS
   if constexpr (HasRowQuads(kType)) {
     rows = QuadRows<kType, Sums<4, 1>>;
-#if TPSERVE_QUAD_TOKENS
     rows_max_tokens = kPanelFrom - 1;  // every decode batch below the panels
     static_assert(kQuantPanelMinTokens - 1 <= kQuadGroupTokens * kQuadMaxGroups);
-#endif
   }
 #endif
   return TileTable<Out>{{

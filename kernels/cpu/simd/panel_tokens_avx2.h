@@ -26,9 +26,10 @@ constexpr bool HasPanel(DType) {
   return true;
 }
 
-// The fewest tokens that take the panels here (matmul_tile.h; with the activations prepared once per call,
-// batch 8 still ran 322-327 tok/s against the tiles' 376-377, SmolLM2 Q4_1 at 2 threads).
-inline constexpr int64_t kQuantPanelMinTokens = kPanelMinTokens;
+// The fewest tokens that take the panels here: below, the row quads take the batch (quant_row_quads.h's
+// QuadTokenRows). SmolLM2 Q4_1 decode at 2 threads (TPSERVE_ISA=avx2 on the AVX-512 host), tok/s, panels →
+// quads: batch 16 446-452 → 611-619, 24 492-519 → 656-660, 32 544-550 → 674-675.
+inline constexpr int64_t kQuantPanelMinTokens = 33;
 
 // The activations as the panel dots them: a + 128, but Q8_0's as they are (for the sign trick).
 constexpr bool ShiftsActivations(DType type) { return type != DType::kQ8_0; }

@@ -107,24 +107,64 @@ inline __m128i RowTotals(__m512i lo, __m512i hi) {
       _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), total));
 }
 
-// Several tokens at once against a quad (quant_row_quads.h's QuadTokenRows): this level has them.
-#define TPSERVE_QUAD_TOKENS 1
-
-// Four tokens' lanes (lanes[t]: row r's four int32 partials in 128-bit lane r) → element 4r + t is row r's
-// exact total against token t: one transposing tree for the four, where RowTotals takes six operations each.
-inline __m512i TokenTotals(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
-  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
-  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-}
-
-// Row r's value (element r of v) in every element of 128-bit lane r.
-inline __m512 RowsInGroups(__m128 v) { return _mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(v)); }
-
 // The four rows' exact block totals, rows in order.
 template <DType kType>
 inline __m128i QuadTotals(__m512i lo, __m512i hi, const QuadAct& a, __m512i lo_scale, __m512i hi_scale) {
   return RowTotals(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale), QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+}
+
+// ---- Several tokens at once against a quad (quant_row_quads.h's QuadTokenRows) ----
+
+// The fewest tokens QuadTokenRows takes (batch 2: 315-335 tok/s through the tiles, 354-381 through the quads,
+// SmolLM2 Q4_1 decode at 2 threads).
+inline constexpr int64_t kQuadMinTokens = 2;
+
+// A group of four tokens' 16 results as f32, element 4r + t being row r against token t.
+struct GroupF {
+  __m512 v;
+};
+inline GroupF operator*(GroupF a, GroupF b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline GroupF operator+(GroupF a, GroupF b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline GroupF Fma(GroupF a, GroupF b, GroupF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline GroupF ZeroGroup() { return {_mm512_setzero_ps()}; }
+inline void StoreGroup(GroupF g, float* v) { _mm512_storeu_ps(v, g.v); }
+// Row r's value (element r of v) in each of its elements, 4r..4r+3.
+inline GroupF RowsInGroups(__m128 v) { return {_mm512_permutexvar_ps(RowGroups(), _mm512_castps128_ps512(v))}; }
+// The four tokens' values (token t's in four[t]) in each row's elements.
+inline GroupF TokensInGroups(const float* four) { return {_mm512_broadcast_f32x4(_mm_loadu_ps(four))}; }
+
+// The int64 sums of a group's 16 results (MatMulFixedPoint's): Add rounds terms already scaled by 2^32.
+struct GroupFixed {
+  void Add(GroupF terms) {
+    v[0] = _mm512_add_epi64(v[0], _mm512_cvtps_epi64(_mm512_castps512_ps256(terms.v)));
+    v[1] = _mm512_add_epi64(v[1], _mm512_cvtps_epi64(_mm512_extractf32x8_ps(terms.v, 1)));
+  }
+  void Store(int64_t* out) const {
+    _mm512_storeu_si512(out, v[0]);
+    _mm512_storeu_si512(out + 8, v[1]);
+  }
+  __m512i v[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+};
+
+// v in every 128-bit lane of QuadAct's vectors.
+inline __m512i EveryLane(__m128i v) { return _mm512_broadcast_i32x4(v); }
+
+// The four rows' exact lanes of a block against one token, both halves added: row r's total is the sum of
+// its 128-bit lane.
+template <DType kType>
+inline QuadVec TokenLanes(const QuadVec& lo, const QuadVec& hi, const QuadAct& a, const QuadVec& lo_scale,
+                          const QuadVec& hi_scale) {
+  return _mm512_add_epi32(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale),
+                          QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+}
+
+// Four tokens' lanes → the group's 16 exact totals as f32 (below 2^24): one transposing tree for the four,
+// where RowTotals takes six operations each.
+inline GroupF TokenTotals(const QuadVec (&lanes)[4]) {
+  const __m512i s0 = lanes[0], s1 = lanes[1], s2 = lanes[2], s3 = lanes[3];
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+  return {_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)))};
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

@@ -1,11 +1,11 @@
-// Internal to kernels/cpu/simd/matmul_quant.cc, the AVX2 and AVX-512 levels: one token (decode; on AVX-512 up
-// to 32, QuadTokenRows) against four weight rows at once, each row in one 128-bit lane. `lo` holds the four rows' values 0..15, `hi`
-// their values 16..31 (a QuadVec: one zmm on AVX-512, quad_lanes_avx512.h; two ymm on AVX2, rows 0-1 and
-// 2-3, quad_lanes_avx2.h), so one dot of each against the activation's halves (broadcast to every lane:
-// VNNI, or maddubs + madd on AVX2) gives every row its 8 canonical integer lanes: lane i of row r is
-// int32 i of row r's lane of `lo` (i < 4) or int32 i − 4 of `hi` (i >= 4). The 8-lane tiles spend a
-// vector register on each row and do the scales' f16 conversions, products and broadcasts row by row;
-// here they are vector operations over four rows, about a third (AVX-512) to a half (AVX2) of the
+// Internal to kernels/cpu/simd/matmul_quant.cc, the AVX2 and AVX-512 levels: one token (decode; a batch
+// below the panels, QuadTokenRows) against four weight rows at once, each row in one 128-bit lane. `lo` holds
+// the four rows' values 0..15, `hi` their values 16..31 (a QuadVec: one zmm on AVX-512, quad_lanes_avx512.h;
+// two ymm on AVX2, rows 0-1 and 2-3, quad_lanes_avx2.h), so one dot of each against the activation's halves
+// (broadcast to every lane: VNNI, or maddubs + madd on AVX2) gives every row its 8 canonical integer lanes:
+// lane i of row r is int32 i of row r's lane of `lo` (i < 4) or int32 i − 4 of `hi` (i >= 4). The 8-lane
+// tiles spend a vector register on each row and do the scales' f16 conversions, products and broadcasts row
+// by row; here they are vector operations over four rows, about a third (AVX-512) to a half (AVX2) of the
 // instructions per block (bench/README.md, "Decode over four rows" and "Four-row decode and panels on
 // AVX2").
 // QuadRows broadcasts the token's activation blocks (and the biased types' bias · Σa) once per call, not
@@ -187,88 +187,78 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
   for (int r = 0; r < 4; ++r) y[r] = acc.Result(r, 0);
 }
 
-#if TPSERVE_QUAD_TOKENS
 // Decode batches below the panels: up to kQuadMaxGroups groups of kQuadGroupTokens tokens against four rows
-// at once, element 4r + t of a group's vectors being row r against the group's token t. Each block's quad is
-// read once for every token; a token's halves are broadcast from its activation block, its lanes reduced
-// together with the group's three others (TokenTotals), and the group's d_a and Σa come as vectors prepared
-// once per call. Per output the same operations as QuadPass (FloatSums and FixedSums of 4 rows).
+// at once, element 4r + t of a group's vectors (GroupF, the level's) being row r against the group's token t.
+// Each block's quad is read once for every token; a token's halves are broadcast from its activation block,
+// its lanes reduced together with the group's three others (TokenTotals), and the group's d_a and Σa come as
+// vectors prepared once per call. Per output the same operations as QuadPass (FloatSums and FixedSums of 4
+// rows).
 inline constexpr int kQuadGroupTokens = 4;
 inline constexpr int kQuadMaxGroups = 8;
 
 // A group's four tokens' d_a and Σa for one block, token t in element t.
 struct GroupScales {
-  alignas(16) float d[kQuadGroupTokens];
-  alignas(16) float sum[kQuadGroupTokens];
+  float d[kQuadGroupTokens];
+  float sum[kQuadGroupTokens];
 };
 
-// The biased types' bias · Σ of each 4 activation values of a block's halves, one 128-bit lane (QuadAct's).
-struct TokenBias {
-  __m128i lo, hi;
-};
+// A token's activation block as QuadLanes takes it: its halves broadcast straight from the block, and the
+// biased types' sums (TokenBias, prepared once per call).
+inline QuadAct TokenAct(const BlockQ8Act& a, const TokenBias& bias) {
+  QuadAct qa;
+  qa.lo = EveryLane(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
+  qa.hi = EveryLane(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
+  qa.lo_bias = EveryLane(bias.lo);
+  qa.hi_bias = EveryLane(bias.hi);
+  return qa;
+}
 
-// G groups' tokens (act, bias: the 4G tokens' blocks, the ones past num_tokens repeating a real one) against
-// the four rows at w; y: the num_tokens × 4 outputs, y_stride apart.
+// G groups' tokens (act, bias: the 4G tokens' blocks, those past num_tokens repeating a real one) against the
+// four rows at w; y: the num_tokens × 4 outputs, y_stride apart.
 template <DType kType, class Out, int G>
 void QuadTokensPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* const* act, const TokenBias* const* bias,
                     const GroupScales* scales, int64_t num_blocks, int64_t num_tokens, Out* y, int64_t y_stride) {
   constexpr bool kFixed = std::is_same_v<Out, int64_t>;
   constexpr bool kOffset = MinKindOf(kType) == MinKind::kOffset;
-  const __m512 sums_scale = _mm512_set1_ps(kFixed ? kFixedPointScale : 1.0f);
-  __m512 acc[G], acc_min[G];
-  __m512i fixed[G][2];  // rows 0-1 and 2-3
-  for (int g = 0; g < G; ++g) {
-    acc[g] = acc_min[g] = _mm512_setzero_ps();
-    fixed[g][0] = fixed[g][1] = _mm512_setzero_si512();
-  }
+  const GroupF sums_scale = RowsInGroups(_mm_set1_ps(kFixed ? kFixedPointScale : 1.0f));
+  GroupF acc[G], acc_min[G];
+  GroupFixed fixed[G];
+  for (int g = 0; g < G; ++g) acc[g] = acc_min[g] = ZeroGroup();
   TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     prefetch.At(b * kQuantBlock);
     const QuadBlock q = reader.Load(b);
-    const __m512 d = _mm512_mul_ps(RowsInGroups(q.d), sums_scale);
-    const __m512 m = _mm512_mul_ps(RowsInGroups(q.m), sums_scale);
+    const GroupF d = RowsInGroups(q.d) * sums_scale, m = RowsInGroups(q.m) * sums_scale;
     for (int g = 0; g < G; ++g) {
-      __m512i lanes[kQuadGroupTokens];
+      QuadVec lanes[kQuadGroupTokens];
       for (int i = 0; i < kQuadGroupTokens; ++i) {
         const int t = kQuadGroupTokens * g + i;
         if (t >= num_tokens) {  // a last group's missing tokens: any lanes, never stored
           lanes[i] = lanes[0];
           continue;
         }
-        const int8_t* qs = act[t][b].qs;
-        const __m512i lo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-        const __m512i hi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
-        __m512i lo_bias = _mm512_setzero_si512(), hi_bias = _mm512_setzero_si512();
-        if constexpr (kBiasShift<kType> >= 0) {
-          lo_bias = _mm512_broadcast_i32x4(bias[t][b].lo);
-          hi_bias = _mm512_broadcast_i32x4(bias[t][b].hi);
-        }
-        lanes[i] = _mm512_add_epi32(QuadLanes<kType>(q.lo, lo, lo_bias, q.lo_scale),
-                                    QuadLanes<kType>(q.hi, hi, hi_bias, q.hi_scale));
+        lanes[i] = TokenLanes<kType>(q.lo, q.hi, TokenAct(act[t][b], bias[t][b]), q.lo_scale, q.hi_scale);
       }
-      const __m512 totals = _mm512_cvtepi32_ps(TokenTotals(lanes[0], lanes[1], lanes[2], lanes[3]));
+      const GroupF totals = TokenTotals(lanes);
       const GroupScales& gs = scales[g * num_blocks + b];
-      const __m512 scale = _mm512_mul_ps(d, _mm512_broadcast_f32x4(_mm_load_ps(gs.d)));
-      const __m512 offset = kOffset ? _mm512_mul_ps(m, _mm512_broadcast_f32x4(_mm_load_ps(gs.sum))) : m;
+      const GroupF scale = d * TokensInGroups(gs.d);
       if constexpr (kFixed) {
-        __m512 terms = _mm512_mul_ps(totals, scale);
-        if constexpr (kOffset) terms = _mm512_add_ps(terms, offset);
-        fixed[g][0] = _mm512_add_epi64(fixed[g][0], _mm512_cvtps_epi64(_mm512_castps512_ps256(terms)));
-        fixed[g][1] = _mm512_add_epi64(fixed[g][1], _mm512_cvtps_epi64(_mm512_extractf32x8_ps(terms, 1)));
+        GroupF terms = totals * scale;
+        if constexpr (kOffset) terms = terms + m * TokensInGroups(gs.sum);
+        fixed[g].Add(terms);
       } else {
-        acc[g] = _mm512_fmadd_ps(totals, scale, acc[g]);
-        if constexpr (kOffset) acc_min[g] = _mm512_add_ps(acc_min[g], offset);
+        acc[g] = Fma(totals, scale, acc[g]);
+        if constexpr (kOffset) acc_min[g] = acc_min[g] + m * TokensInGroups(gs.sum);
       }
     }
   }
   for (int g = 0; g < G; ++g) {
-    alignas(64) Out v[16];  // element 4r + t
+    Out v[4 * kQuadGroupTokens];  // element 4r + t
     if constexpr (kFixed) {
-      _mm512_store_si512(v, fixed[g][0]);
-      _mm512_store_si512(v + 8, fixed[g][1]);
+      fixed[g].Store(v);
     } else {
-      _mm512_store_ps(v, _mm512_add_ps(acc[g], acc_min[g]));
+      StoreGroup(acc[g] + acc_min[g], v);
     }
     for (int i = 0; i < kQuadGroupTokens && kQuadGroupTokens * g + i < num_tokens; ++i) {
       for (int r = 0; r < 4; ++r) y[(kQuadGroupTokens * g + i) * y_stride + r] = v[4 * r + i];
@@ -289,7 +279,6 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
     act[t] = reinterpret_cast<const BlockQ8Act*>(x + std::min<int64_t>(t, num_tokens - 1) * x_stride);
   }
   thread_local std::vector<GroupScales> scales;  // [groups][cols / 32], reused across calls
-  thread_local std::vector<TokenBias> biases;    // [tokens][cols / 32] (the biased types)
   if (static_cast<int64_t>(scales.size()) < kQuadMaxGroups * num_blocks) scales.resize(kQuadMaxGroups * num_blocks);
   for (int g = 0; g < groups; ++g) {
     for (int64_t b = 0; b < num_blocks; ++b) {
@@ -299,17 +288,13 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
       }
     }
   }
-  const TokenBias* bias[kMaxTokens] = {};
-  if constexpr (kBiasShift<kType> >= 0) {
-    if (static_cast<int64_t>(biases.size()) < kMaxTokens * num_blocks) biases.resize(kMaxTokens * num_blocks);
-    for (int t = 0; t < kMaxTokens; ++t) {
-      bias[t] = biases.data() + std::min<int64_t>(t, num_tokens - 1) * num_blocks;
-      if (t >= num_tokens) continue;
-      for (int64_t b = 0; b < num_blocks; ++b) {
-        const QuadAct qa = LoadQuadAct<kType>(act[t][b]);
-        biases[t * num_blocks + b] = {_mm512_castsi512_si128(qa.lo_bias), _mm512_castsi512_si128(qa.hi_bias)};
-      }
-    }
+  thread_local std::vector<TokenBias> biases;  // [tokens][cols / 32]
+  if (static_cast<int64_t>(biases.size()) < kMaxTokens * num_blocks) biases.resize(kMaxTokens * num_blocks);
+  const TokenBias* bias[kMaxTokens];
+  for (int t = 0; t < kMaxTokens; ++t) {
+    bias[t] = biases.data() + std::min<int64_t>(t, num_tokens - 1) * num_blocks;
+    if (t >= num_tokens) continue;
+    for (int64_t b = 0; b < num_blocks; ++b) biases[t * num_blocks + b] = TokenBiasOf<kType>(act[t][b].qs);
   }
   static constexpr decltype(&QuadTokensPass<kType, Out, 1>) kPasses[kQuadMaxGroups] = {
       QuadTokensPass<kType, Out, 1>, QuadTokensPass<kType, Out, 2>, QuadTokensPass<kType, Out, 3>,
@@ -322,22 +307,16 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   }
   return quads;
 }
-#endif
 
 // RowsFn (matmul_tile.h). One token: its blocks broadcast (and their biased sums) once, then every whole quad
-// of rows; several (the levels with TPSERVE_QUAD_TOKENS): QuadTokenRows. The last num_rows % 4 rows are left
-// to the tiles.
+// of rows; from the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows are left to the tiles.
 template <DType kType, class Sums>
 int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
                  int64_t num_tokens, int64_t cols, typename Sums::Out* y, int64_t y_stride) {
-#if TPSERVE_QUAD_TOKENS
   if (num_tokens > 1) {
+    if (num_tokens < kQuadMinTokens) return 0;  // all to the tiles
     return QuadTokenRows<kType, typename Sums::Out>(w, row_bytes, num_rows, x, x_stride, num_tokens, cols, y, y_stride);
   }
-#endif
-  (void)x_stride;
-  (void)num_tokens;
-  (void)y_stride;
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
   thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
