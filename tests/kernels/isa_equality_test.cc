@@ -37,7 +37,7 @@ void RunAt(Isa isa, Fn fn) {
 
 template <class T>
 bool BitwiseEqual(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 class IsaEqualityTest : public ::testing::TestWithParam<Isa> {
