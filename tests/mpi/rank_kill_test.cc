@@ -102,8 +102,9 @@ TEST_P(RankKillTest, OtherRanksExitWithAnErrorWithinSeconds) {
   }
   EXPECT_TRUE((WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) || WIFSIGNALED(wait_status))
       << "mpirun reported success after a rank was killed";
-  // Detection within 2 s of silence (the heartbeat's lost_after), plus the job's teardown.
-  EXPECT_LT(seconds, 4.0);
+  // Detection within 2 s of silence (the heartbeat's lost_after), plus the job's teardown: 1.0-3.1 s on two
+  // quiet cores, past 4 s once beside the rest of a `ctest -j2`.
+  EXPECT_LT(seconds, 6.0);
   std::fprintf(stderr, "signal %d to rank %d: mpirun exited %.2f s later with status %d\n", signal, victim, seconds,
                WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -WTERMSIG(wait_status));
   std::filesystem::remove_all(dir);

@@ -75,6 +75,7 @@ inline QuadVec HalfScale(QuadVec scales, int h) {
 struct QuadAct {
   __m256i lo, hi;
   __m256i lo_bias = _mm256_setzero_si256(), hi_bias = _mm256_setzero_si256();
+  __m256i start = _mm256_setzero_si256();  // −(lo_bias + hi_bias), decode batches' (unused here)
 };
 
 template <DType kType>
@@ -142,6 +143,11 @@ inline __m128i QuadTotals(const QuadVec& lo, const QuadVec& hi, const QuadAct& a
 }
 
 // ---- Several tokens at once against a quad (quant_row_quads.h's QuadTokenRows) ----
+
+// The shift of a type's bias in TokenBias (2^shift · Σa; < 0: none): the stored biases, Q8_0 through the sign
+// trick.
+template <DType kType>
+inline constexpr int kTokenBiasShift = kBiasShift<kType>;
 
 // The fewest tokens QuadTokenRows takes: two run faster through the 4 × 2 tiles here (SmolLM2 Q4_1 decode
 // at 2 threads, batch 2: 302-310 tok/s tiles, 272 quads; batch 3: 375-382 against 372-385).

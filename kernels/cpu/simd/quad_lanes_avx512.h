@@ -64,6 +64,7 @@ inline QuadVec HalfScale(QuadVec scales, int h) {
 struct QuadAct {
   __m512i lo, hi;
   __m512i lo_bias = _mm512_setzero_si512(), hi_bias = _mm512_setzero_si512();
+  __m512i start = _mm512_setzero_si512();  // −(lo_bias + hi_bias) (TokenLanes: decode batches)
 };
 
 template <DType kType>
@@ -115,6 +116,11 @@ inline __m128i QuadTotals(__m512i lo, __m512i hi, const QuadAct& a, __m512i lo_s
 
 // ---- Several tokens at once against a quad (quant_row_quads.h's QuadTokenRows) ----
 
+// The shift of a type's bias in TokenBias (2^shift · Σa; < 0: none): the stored biases, and Q8_0's 128, by
+// which TokenLanes reads its signed w as unsigned w + 128 (VNNI sums in int32, so 255 · 127 cannot saturate).
+template <DType kType>
+inline constexpr int kTokenBiasShift = kType == DType::kQ8_0 ? 7 : kBiasShift<kType>;
+
 // The fewest tokens QuadTokenRows takes (batch 2: 315-335 tok/s through the tiles, 354-381 through the quads,
 // SmolLM2 Q4_1 decode at 2 threads).
 inline constexpr int64_t kQuadMinTokens = 2;
@@ -150,12 +156,25 @@ struct GroupFixed {
 inline __m512i EveryLane(__m128i v) { return _mm512_broadcast_i32x4(v); }
 
 // The four rows' exact lanes of a block against one token, both halves added: row r's total is the sum of
-// its 128-bit lane.
+// its 128-bit lane. Without half scales the two halves' dots chain from −bias · Σa (a.start): two VNNI dots
+// per token, where QuadLanes takes a subtraction per half and Q8_0's sign trick two operations more.
 template <DType kType>
 inline QuadVec TokenLanes(const QuadVec& lo, const QuadVec& hi, const QuadAct& a, const QuadVec& lo_scale,
                           const QuadVec& hi_scale) {
-  return _mm512_add_epi32(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale),
-                          QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+  if constexpr (HasHalfScales(kType)) {
+    return _mm512_add_epi32(QuadLanes<kType>(lo, a.lo, a.lo_bias, lo_scale),
+                            QuadLanes<kType>(hi, a.hi, a.hi_bias, hi_scale));
+  } else {
+    (void)lo_scale;
+    (void)hi_scale;
+    const __m512i start = kTokenBiasShift<kType> >= 0 ? a.start : _mm512_setzero_si512();
+    if constexpr (kType == DType::kQ8_0) {  // w + 128 as unsigned
+      const __m512i flip = _mm512_set1_epi8(-128);
+      return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, _mm512_xor_si512(lo, flip), a.lo),
+                                 _mm512_xor_si512(hi, flip), a.hi);
+    }
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, lo, a.lo), hi, a.hi);
+  }
 }
 
 // Four tokens' lanes → the group's 16 exact totals as f32 (below 2^24): one transposing tree for the four,

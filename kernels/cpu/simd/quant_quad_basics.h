@@ -24,23 +24,25 @@ constexpr bool HasRowQuads(DType type) {
 template <DType kType>
 constexpr int kBiasShift = kType == DType::kQ4_0 ? 3 : kType == DType::kQ5_0 ? 4 : kType == DType::kQ6_K ? 5 : -1;
 
-// A token's bias sums of one activation block (the biased types; zero for the others), QuadAct's lanes for
-// decode batches: bias · Σ of each 4 values of the first half (lo) and of the second (hi).
+// A token's bias sums of one activation block, QuadAct's lanes for decode batches: 2^kShift · Σ of each 4
+// values of the first half (lo) and of the second (hi), and start = −(lo + hi), where both halves' dots may
+// start from (all zero for kShift < 0: the unbiased types).
 struct TokenBias {
-  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128(), start = _mm_setzero_si128();
 };
 
-template <DType kType>
+template <int kShift>
 inline TokenBias TokenBiasOf(const int8_t* qs) {
   TokenBias bias;
-  if constexpr (kBiasShift<kType> >= 0) {
+  if constexpr (kShift >= 0) {
     const __m128i ones8 = _mm_set1_epi8(1), ones16 = _mm_set1_epi16(1);
     auto sums = [&](const int8_t* p) {  // Σ of each 4 values: exact in the int16 pairs (|a| ≤ 127)
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      return _mm_slli_epi32(_mm_madd_epi16(_mm_maddubs_epi16(ones8, a), ones16), kBiasShift<kType>);
+      return _mm_slli_epi32(_mm_madd_epi16(_mm_maddubs_epi16(ones8, a), ones16), kShift);
     };
     bias.lo = sums(qs);
     bias.hi = sums(qs + 16);
+    bias.start = _mm_sub_epi32(_mm_setzero_si128(), _mm_add_epi32(bias.lo, bias.hi));
   }
   return bias;
 }

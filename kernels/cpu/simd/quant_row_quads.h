@@ -210,6 +210,7 @@ inline QuadAct TokenAct(const BlockQ8Act& a, const TokenBias& bias) {
   qa.hi = EveryLane(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
   qa.lo_bias = EveryLane(bias.lo);
   qa.hi_bias = EveryLane(bias.hi);
+  qa.start = EveryLane(bias.start);
   return qa;
 }
 
@@ -294,7 +295,9 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   for (int t = 0; t < kMaxTokens; ++t) {
     bias[t] = biases.data() + std::min<int64_t>(t, num_tokens - 1) * num_blocks;
     if (t >= num_tokens) continue;
-    for (int64_t b = 0; b < num_blocks; ++b) biases[t * num_blocks + b] = TokenBiasOf<kType>(act[t][b].qs);
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      biases[t * num_blocks + b] = TokenBiasOf<kTokenBiasShift<kType>>(act[t][b].qs);
+    }
   }
   static constexpr decltype(&QuadTokensPass<kType, Out, 1>) kPasses[kQuadMaxGroups] = {
       QuadTokensPass<kType, Out, 1>, QuadTokensPass<kType, Out, 2>, QuadTokensPass<kType, Out, 3>,
