@@ -1,8 +1,8 @@
 // Internal to kernels/cpu/simd/matmul_quant.cc, the AVX2 and AVX-512 levels: prefill (the level's
 // kQuantPanelMinTokens or more) over panels of 16 weight rows (quant_panel_block.h), unpacked once per call
 // and passed over by every token: panel_tokens_avx512.h (VNNI, 16 rows a vector) and panel_tokens_avx2.h
-// (maddubs + madd, 8 rows a vector). The 8-lane tiles unpack each weight block again for every tile of up to 4 tokens and
-// spend a horizontal fold per block and output; a panel unpacks once for all the tokens, and its
+// (maddubs + madd, 8 rows a vector). The 8-lane tiles unpack each weight block again for every tile of up to
+// 4 tokens and spend a horizontal fold per block and output; a panel unpacks once for all the tokens, and its
 // accumulators hold one output per lane, so a block's total is plain vector adds.
 //
 // Every output sees exactly the operations of matmul_quant.cc's canonical order: the same exact

@@ -93,7 +93,8 @@ struct PanelActivation {
 template <DType kType, bool kShift>
 inline void ReadActivation(const BlockQ8Act& a, PanelActivation* pa) {
   const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(pa->bytes), kShift ? _mm256_xor_si256(aq, _mm256_set1_epi8(-128)) : aq);
+  const __m256i bytes = kShift ? _mm256_xor_si256(aq, _mm256_set1_epi8(-128)) : aq;
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(pa->bytes), bytes);
   pa->d = a.d;
   pa->sum = a.sum;
   if constexpr (MinKindOf(kType) == MinKind::kHalves) {
