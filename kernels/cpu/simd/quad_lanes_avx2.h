@@ -75,7 +75,7 @@ inline QuadVec HalfScale(QuadVec scales, int h) {
 struct QuadAct {
   __m256i lo, hi;
   __m256i lo_bias = _mm256_setzero_si256(), hi_bias = _mm256_setzero_si256();
-  __m256i start = _mm256_setzero_si256();  // −(lo_bias + hi_bias), decode batches' (unused here)
+  __m256i start = _mm256_setzero_si256();  // −(lo_bias + hi_bias) (TokenLanes: decode batches)
 };
 
 template <DType kType>
@@ -211,7 +211,7 @@ inline QuadVec TokenLanes(const QuadVec& lo, const QuadVec& hi, const QuadAct& a
     for (int p = 0; p < 2; ++p) {
       const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo.v[p], a.lo), _mm256_maddubs_epi16(hi.v[p], a.hi));
       s.v[p] = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-      if constexpr (kBiasShift<kType> >= 0) s.v[p] = _mm256_sub_epi32(s.v[p], _mm256_add_epi32(a.lo_bias, a.hi_bias));
+      if constexpr (kBiasShift<kType> >= 0) s.v[p] = _mm256_add_epi32(s.v[p], a.start);  // −bias · Σa
     }
   }
   return s;
