@@ -78,19 +78,6 @@ struct QuadAct {
   __m256i start = _mm256_setzero_si256();  // −(lo_bias + hi_bias) (TokenLanes: decode batches)
 };
 
-template <DType kType>
-inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
-  QuadAct qa;
-  qa.lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
-  qa.hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
-  if constexpr (kBiasShift<kType> >= 0) {
-    const __m256i ones = _mm256_set1_epi8(1);
-    qa.lo_bias = _mm256_slli_epi32(DotU8S8(ones, qa.lo), kBiasShift<kType>);
-    qa.hi_bias = _mm256_slli_epi32(DotU8S8(ones, qa.hi), kBiasShift<kType>);
-  }
-  return qa;
-}
-
 // The exact integer lanes of one half: Σ_{j<4} w·a over the four values of each lane (times the half's
 // integer scale for Q6_K). A biased type's lane is Σ q·a − bias·Σa; Q8_0's signed w goes through
 // |w| · (a with w's sign).

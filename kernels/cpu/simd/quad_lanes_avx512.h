@@ -67,19 +67,6 @@ struct QuadAct {
   __m512i start = _mm512_setzero_si512();  // −(lo_bias + hi_bias) (TokenLanes: decode batches)
 };
 
-template <DType kType>
-inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
-  QuadAct qa;
-  qa.lo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
-  qa.hi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs + 16)));
-  if constexpr (kBiasShift<kType> >= 0) {
-    const __m512i ones = _mm512_set1_epi8(1);
-    qa.lo_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.lo), kBiasShift<kType>);
-    qa.hi_bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, qa.hi), kBiasShift<kType>);
-  }
-  return qa;
-}
-
 // The exact integer lanes of one half: Σ_{j<4} w·a over the four values of each lane (times the half's
 // integer scale for Q6_K). A biased type's lane is Σ q·a − bias·Σa; Q8_0's signed w goes through
 // |w| · (a with w's sign).

@@ -214,6 +214,13 @@ inline QuadAct TokenAct(const BlockQ8Act& a, const TokenBias& bias) {
   return qa;
 }
 
+// The one-token path's activation block (QuadRows): its halves and its stored bias sums (Q8_0 goes through
+// the sign trick there).
+template <DType kType>
+inline QuadAct LoadQuadAct(const BlockQ8Act& a) {
+  return TokenAct(a, TokenBiasOf<kBiasShift<kType>>(a.qs));
+}
+
 // G groups' tokens (act, bias: the 4G tokens' blocks, those past num_tokens repeating a real one) against the
 // four rows at w; y: the num_tokens × 4 outputs, y_stride apart.
 template <DType kType, class Out, int G>
