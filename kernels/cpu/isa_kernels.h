@@ -29,8 +29,10 @@ struct IsaKernels {
   // Paged attention's softmax numerators in place, for `rows` rows of n scores one after another: per
   // row s[j] = exp(s[j]·scale − max), and sums[row] = Σ s[j] in j order (attention_rows.cc).
   void (*exp_scores)(float* s, int64_t rows, int64_t n, float scale, float* sums);
-  // out[i] += w[r] · v[r·v_stride + i] for r < num_rows in order, product then add (attention_rows.cc).
-  void (*accumulate_rows)(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out);
+  // For each output o < num_outputs and i < n: out[o][i] = fma(w[o][r], v[r·v_stride + i], out[o][i]) for
+  // r < num_rows in order (attention_rows.cc).
+  void (*accumulate_rows)(const float* const* w, int64_t num_outputs, const float* v, int64_t v_stride,
+                          int64_t num_rows, int64_t n, float* const* out);
   // SiluMul and GeluTanhMul (gated_activations.cc).
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);

@@ -40,9 +40,10 @@ struct AttendItem {
 // Each (token, head) of the item: two passes over its keys first..p in position order (first = 0, or
 // the window's start). Scores q·k in the canonical 16-lane order of the active level's dot_rows
 // (kernels/cpu/simd/canonical_dot.cc), softmax by its exp_scores (PortableExpF, the sum in position
-// order), values accumulated element-wise in position order by its accumulate_rows. A cache of another
-// type is read through the level's dequantize_kv_row into the same arithmetic. Tokens and heads share
-// loads, never arithmetic: a (token, head)'s result is the same in any item.
+// order), values accumulated element-wise in position order by its accumulate_rows (one fma per value,
+// a token's heads together). A cache of another type is read through the level's dequantize_kv_row into
+// the same arithmetic. Tokens and heads share loads, never arithmetic: a (token, head)'s result is the
+// same in any item.
 void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScratch* scratch) {
   const internal::IsaKernels& kernels = internal::ActiveKernels();
   const int64_t D = a.head_dim, bs = a.block_size, n = item.num_tokens, g = item.num_heads;
@@ -121,9 +122,13 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     }
   }
   for_blocks(a.v_cache, [&](int64_t i, int64_t from, int64_t count, const float* v, int64_t stride) {
+    const float* w[kMaxGroupHeads];
+    float* out[kMaxGroupHeads];
     for (int64_t h = 0; h < g; ++h) {
-      kernels.accumulate_rows(scores(i, h) + (from - first[i]), v, stride, count, D, output(i, h));
+      w[h] = scores(i, h) + (from - first[i]);
+      out[h] = output(i, h);
     }
+    kernels.accumulate_rows(w, g, v, stride, count, D, out);
   });
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t h = 0; h < g; ++h) {

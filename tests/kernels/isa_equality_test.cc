@@ -242,7 +242,8 @@ TEST_P(IsaEqualityTest, ExpScoresEqualsPortableBitwise) {
   }
 }
 
-// Value rows at a stride, lengths around the 8- and 32-lane chunks, weights of any size.
+// Value rows at a stride, lengths around the 8-, 16- and 64-lane chunks, weights of any size, 1 to 9
+// outputs (around the 4- and 8-output groups).
 TEST_P(IsaEqualityTest, AccumulateRowsEqualsPortableBitwise) {
   std::mt19937 rng(14);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -250,15 +251,24 @@ TEST_P(IsaEqualityTest, AccumulateRowsEqualsPortableBitwise) {
   const auto got_fn = internal::KernelsFor(GetParam()).accumulate_rows;
   for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 64, 80, 128, 200}) {
     for (int64_t rows : {1, 3, 16}) {
-      const int64_t stride = n + 5;
-      std::vector<float> w(rows), v(rows * stride), want(n);
-      for (float& x : w) x = dist(rng) * 1e-3f;
-      for (float& x : v) x = dist(rng);
-      for (float& x : want) x = dist(rng);
-      std::vector<float> got = want;
-      want_fn(w.data(), v.data(), stride, rows, n, want.data());
-      got_fn(w.data(), v.data(), stride, rows, n, got.data());
-      ASSERT_TRUE(BitwiseEqual(want, got)) << "n " << n << " rows " << rows;
+      for (int64_t outputs : {1, 3, 4, 5, 9}) {
+        const int64_t stride = n + 5;
+        std::vector<float> w(outputs * rows), v(rows * stride), want(outputs * n);
+        for (float& x : w) x = dist(rng) * 1e-3f;
+        for (float& x : v) x = dist(rng);
+        for (float& x : want) x = dist(rng);
+        std::vector<float> got = want;
+        std::vector<const float*> w_rows;
+        std::vector<float*> want_rows, got_rows;
+        for (int64_t o = 0; o < outputs; ++o) {
+          w_rows.push_back(w.data() + o * rows);
+          want_rows.push_back(want.data() + o * n);
+          got_rows.push_back(got.data() + o * n);
+        }
+        want_fn(w_rows.data(), outputs, v.data(), stride, rows, n, want_rows.data());
+        got_fn(w_rows.data(), outputs, v.data(), stride, rows, n, got_rows.data());
+        ASSERT_TRUE(BitwiseEqual(want, got)) << "n " << n << " rows " << rows << " outputs " << outputs;
+      }
     }
   }
 }

@@ -3,11 +3,10 @@
 // at a time:
 // ExpScores, per row: s[j] = s[j] · scale; max = the largest s[j] (a NaN never wins);
 //   s[j] = PortableExpF(s[j] − max) (exp_lanes.h); the row's Σ s[j] summed in j order, one f32 add at a time.
-// AccumulateRows: out[i] += w[r] · v[r · v_stride + i] for r in order, the product rounded before the add.
+// AccumulateRows, per output o: out[o][i] = fma(w[o][r], v[r · v_stride + i], out[o][i]) for r in order.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/cpu/simd/exp_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
@@ -70,36 +69,60 @@ void SumRows(const float* s, int64_t n, float* sums) {
   for (int r = 0; r < R; ++r) sums[r] = acc[r];
 }
 
-// out[0, W · C) += w[r] · v[r · v_stride + ...] for every row r in order, each product rounded before its add
-// (-ffp-contract=off keeps them apart): C registers of W floats, one chain of adds each, so C chains are in
-// flight through the rows (8 ymm or 4 zmm cover a 64-element head).
+// Outputs o < O at once, columns [i, i + W · C) of each: acc = fma(w[o][r], v[r · v_stride + ...], acc) for every
+// row r in order. The O · C accumulators are independent chains: the outputs share each row's loads, and with
+// O · C ≥ 8 the FMA units never wait on a chain (4 zmm cover a 64-element head, so AVX-512 takes a group's
+// heads together; AVX2 has 8 ymm per head and 16 registers, so one head).
+#if defined(__AVX2__) && defined(__FMA__)
 template <int W>
-struct FloatLanes;  // W floats in one register (a vector_size on a dependent alias is dropped by GCC)
+struct FloatLanes;
 template <>
 struct FloatLanes<8> {
-  using Type = float __attribute__((vector_size(32)));
+  using Vec = __m256;
+  static Vec Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Vec Fma(float w, Vec v, Vec acc) { return _mm256_fmadd_ps(_mm256_set1_ps(w), v, acc); }
 };
+#if defined(__AVX512F__)
 template <>
 struct FloatLanes<16> {
-  using Type = float __attribute__((vector_size(64)));
+  using Vec = __m512;
+  static Vec Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static Vec Fma(float w, Vec v, Vec acc) { return _mm512_fmadd_ps(_mm512_set1_ps(w), v, acc); }
 };
+#endif
 
-template <int W, int C>
-[[gnu::always_inline]] inline void AccumulateOutputs(const float* w, const float* v, int64_t v_stride, int64_t num_rows,
-                                                     float* out) {
-  using Vec = typename FloatLanes<W>::Type;
-  Vec acc[C];
-  for (int c = 0; c < C; ++c) std::memcpy(&acc[c], out + W * c, sizeof(Vec));
+template <int W, int C, int O>
+[[gnu::always_inline]] inline void AccumulateOutputs(const float* const* w, const float* v, int64_t v_stride,
+                                                     int64_t num_rows, float* const* out, int64_t i) {
+  using L = FloatLanes<W>;
+  typename L::Vec acc[O][C];
+  for (int o = 0; o < O; ++o) {
+    for (int c = 0; c < C; ++c) acc[o][c] = L::Load(out[o] + i + W * c);
+  }
   for (int64_t r = 0; r < num_rows; ++r) {
-    const Vec wr = Vec{} + w[r];
     for (int c = 0; c < C; ++c) {
-      Vec vr;
-      std::memcpy(&vr, v + r * v_stride + W * c, sizeof(Vec));
-      acc[c] = acc[c] + wr * vr;
+      const typename L::Vec vr = L::Load(v + r * v_stride + i + W * c);
+      for (int o = 0; o < O; ++o) acc[o][c] = L::Fma(w[o][r], vr, acc[o][c]);
     }
   }
-  for (int c = 0; c < C; ++c) std::memcpy(out + W * c, &acc[c], sizeof(Vec));
+  for (int o = 0; o < O; ++o) {
+    for (int c = 0; c < C; ++c) L::Store(out[o] + i + W * c, acc[o][c]);
+  }
 }
+
+// Columns [i, i + W · C) of every output: O at a time, then the fewer left as one group.
+template <int W, int C, int O>
+void AccumulateColumns(const float* const* w, int64_t num_outputs, const float* v, int64_t v_stride,
+                       int64_t num_rows, float* const* out, int64_t i) {
+  int64_t o = 0;
+  for (; o + O <= num_outputs; o += O) AccumulateOutputs<W, C, O>(w + o, v, v_stride, num_rows, out + o, i);
+  if constexpr (O > 1) {
+    if (o < num_outputs) AccumulateColumns<W, C, O - 1>(w + o, num_outputs - o, v, v_stride, num_rows, out + o, i);
+  }
+}
+#endif
 
 }  // namespace
 
@@ -115,28 +138,23 @@ void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
   }
 }
 
-void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n, float* out) {
+void AccumulateRows(const float* const* w, int64_t num_outputs, const float* v, int64_t v_stride, int64_t num_rows,
+                    int64_t n, float* const* out) {
   int64_t i = 0;
-#if defined(__AVX2__)
-  auto outputs = [&](auto width, auto chains) __attribute__((always_inline)) {
-    AccumulateOutputs<decltype(width)::value, decltype(chains)::value>(w, v + i, v_stride, num_rows, out + i);
-    i += decltype(width)::value * decltype(chains)::value;
-  };
-  using std::integral_constant;
-#endif
 #if defined(__AVX512F__)
-  while (i + 128 <= n) outputs(integral_constant<int, 16>{}, integral_constant<int, 8>{});
-  while (i + 64 <= n) outputs(integral_constant<int, 16>{}, integral_constant<int, 4>{});
+  for (; i + 64 <= n; i += 64) AccumulateColumns<16, 4, 4>(w, num_outputs, v, v_stride, num_rows, out, i);
+  for (; i + 16 <= n; i += 16) AccumulateColumns<16, 1, 8>(w, num_outputs, v, v_stride, num_rows, out, i);
 #endif
-#if defined(__AVX2__)
-  while (i + 64 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 8>{});
-  while (i + 32 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 4>{});
-  while (i + 8 <= n) outputs(integral_constant<int, 8>{}, integral_constant<int, 1>{});
+#if defined(__AVX2__) && defined(__FMA__)
+  for (; i + 64 <= n; i += 64) AccumulateColumns<8, 8, 1>(w, num_outputs, v, v_stride, num_rows, out, i);
+  for (; i + 8 <= n; i += 8) AccumulateColumns<8, 1, 8>(w, num_outputs, v, v_stride, num_rows, out, i);
 #endif
-  for (; i < n; ++i) {
-    float acc = out[i];
-    for (int64_t r = 0; r < num_rows; ++r) acc += w[r] * v[r * v_stride + i];
-    out[i] = acc;
+  for (int64_t o = 0; o < num_outputs; ++o) {
+    for (int64_t e = i; e < n; ++e) {
+      float acc = out[o][e];
+      for (int64_t r = 0; r < num_rows; ++r) acc = std::fma(w[o][r], v[r * v_stride + e], acc);
+      out[o][e] = acc;
+    }
   }
 }
 

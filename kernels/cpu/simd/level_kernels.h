@@ -20,8 +20,8 @@ void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows,
              float* out);  // canonical_dot.cc
 void DequantizeKvRow(DType type, const uint8_t* src, int64_t n, float* dst);  // dequantize_kv.cc
 void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums);  // attention_rows.cc
-void AccumulateRows(const float* w, const float* v, int64_t v_stride, int64_t num_rows, int64_t n,
-                    float* out);  // attention_rows.cc
+void AccumulateRows(const float* const* w, int64_t num_outputs, const float* v, int64_t v_stride, int64_t num_rows,
+                    int64_t n, float* const* out);  // attention_rows.cc
 void SiluMulRows(const float* gate, const float* up, int64_t n, float* out);      // gated_activations.cc
 void GeluTanhMulRows(const float* gate, const float* up, int64_t n, float* out);  // gated_activations.cc
 
