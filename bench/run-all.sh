@@ -3,7 +3,8 @@
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick),
 #     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
-#     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), decode at batch 1, 8, 32 and 64
+#     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), decode at batch 1, 8, 32 and 64; the
+#     TP degrees in turns, three rounds (ENGINE_ROUNDS) of the 135M models, each figure the median round's
 #  3. all-reduce: tpserve-bench-allreduce under mpirun -np 2
 #  4. peer: llama.cpp's llama-bench (pp512 / tg128) on the same files and thread count
 #  5. the floor: tpserve-bench-naive (generation without a KV cache)
@@ -71,34 +72,45 @@ done
 step "engine"
 steps=16
 batches=1,8,32,64
-[ "$quick" = 1 ] && steps=4 && batches=1,8
-rm -f "$results"/engine_*.json
+# The TP degrees of a model run in turns, ENGINE_ROUNDS times, and each figure is the median round's: the
+# figures of one run on this VM drift by ±10 % within minutes, so TP 2 ÷ TP 1 from two single runs
+# minutes apart moved between 0.85 and 1.05 from round to round.
+rounds=${ENGINE_ROUNDS:-3}
+[ "$quick" = 1 ] && steps=4 && batches=1,8 && rounds=1
+rm -rf "$results"/engine_*.json "$results/engine_rounds"
+mkdir -p "$results/engine_rounds"
 for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
   file=${files[$name]:-}
   [ -n "$file" ] || continue
   prompt=512
   model_steps=$steps
   model_batches=$batches
+  model_rounds=$rounds
   if [ "$name" = synth1b-q8_0 ]; then
     prompt=128  # pp512 is 1.3 TFLOP: over a minute per rep on 2 cores
     model_steps=$((steps < 4 ? steps : 4))  # a batch-32 step is 80 GFLOP
     model_batches=${batches%,64}  # batch 64 adds a 1,024-token prefill per TP degree: ~1 minute in all
+    model_rounds=1  # ~2 minutes per TP degree; its steps are long enough to vary little
   fi
   [ "$quick" = 1 ] && prompt=64
   tps="1 2 4"
   [ "$name" = synth135m-f32 ] && tps="1 2"
   [ "$quick" = 1 ] && tps="1 2"
-  for tp in $tps; do
-    # pp512 at TP 1 (llama-bench's figure); a shorter prompt at TP > 1 keeps the run within ~15 minutes.
-    [ "$tp" -gt 1 ] && [ "$prompt" -gt 128 ] && prompt=128
-    label="TP$tp"
-    [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
-    step "engine $name $label"
-    "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$model_batches" --prompt "$prompt" \
-      --decode-steps "$model_steps" --json "$results/engine_${name}_tp$tp.json" ||
-      echo "engine $name TP$tp failed (continuing)"
+  for round in $(seq "$model_rounds"); do
+    for tp in $tps; do
+      # pp512 at TP 1 (llama-bench's figure); a shorter prompt at TP > 1 keeps the run within ~15 minutes.
+      tp_prompt=$prompt
+      [ "$tp" -gt 1 ] && [ "$prompt" -gt 128 ] && tp_prompt=128
+      label="TP$tp"
+      [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
+      step "engine $name $label, round $round of $model_rounds"
+      "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$model_batches" --prompt "$tp_prompt" \
+        --decode-steps "$model_steps" --json "$results/engine_rounds/engine_${name}_tp${tp}_r$round.json" ||
+        echo "engine $name TP$tp failed (continuing)"
+    done
   done
 done
+python3 bench/median_round.py "$results/engine_rounds" "$results"
 
 step "all-reduce (mpirun -np 2)"
 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np 2 \

@@ -113,7 +113,10 @@ def main():
                    + " | ".join(cell(decode(run, b)) for b in batches) + f" | {peer_cell} | {ratio_cell} |")
     out.append("")
     out.append("Bounds: decode = min(triad GB/s ÷ (weight + KV bytes read per step) × batch, MatMul peak ÷ 2·params); prefill = MatMul peak ÷ "
-               "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.\n")
+               "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.")
+    rounds = sorted({run.get("rounds", 1) for run in runs.values()})
+    out.append(f"Each figure is the median of {' or '.join(map(str, rounds))} round(s) of tpserve-bench-engine, the TP "
+               "degrees of a model in turns (bench/median_round.py; the 1B model one round).\n")
 
     out.append("### Tensor parallelism: decode scaling (same host; ranks share its cores and memory bandwidth)\n")
     out.append("| model | TP | batch | tok/s | speedup vs TP1 | efficiency (speedup ÷ TP) | tok/s per rank "

@@ -57,7 +57,7 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
     const std::vector<int64_t> float_cols = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1001};
     const std::vector<int64_t> quant_cols = FitCols(type, {32, 64, 96, 576});
     for (int64_t cols : quantized ? quant_cols : float_cols) {
-      for (int64_t rows : {1, 3, 7, 37}) {
+      for (int64_t rows : {1, 3, 7, 37, 100}) {  // 100: two whole panels of 48 (three of 32) and a part
         // Tiles, and (kPanelMinTokens, float weights kFloatPanelMinTokens, and up) the panels with their
         // token tails.
         for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{17}, internal::kPanelMinTokens,

@@ -1,6 +1,7 @@
 // Internal to matmul_float.cc (AVX2 and up): the float weights' panels, MatMul's path from
 // kFloatPanelMinTokens tokens and MatMulFixedPoint's for every token count. A panel of kFloatPanelRows rows
-// (16 on AVX2, 32 on AVX-512: a PanelRows, panel_rows_avx2.h and panel_rows_avx512.h) is converted once
+// (16 on AVX2, 48 on AVX-512: a FloatRows; kFixedPanelRows, 16 and 32, for the fixed-point panel: a
+// FixedRows; panel_rows_avx2.h and panel_rows_avx512.h) is converted once
 // per call to f32 with the rows in lanes: for each 16-column chunk and each column of it, the panel's rows'
 // weights side by side (rows past the panel and columns past `cols` are zero). A token's activation is
 // broadcast to all the rows, so one weight load feeds as many tokens as the registers hold (an outer
@@ -44,21 +45,23 @@ constexpr int64_t kPanelChunk = 16;  // columns per chunk: the canonical lane co
 // side. FloatPanel packs lane-major (lane l's columns of all chunks consecutive: one lane's pass reads a
 // contiguous run, where chunk-major would read one line per kilobyte, which maps onto 4 of the L1 cache's
 // 64 sets), FixedPointFloatPanel chunk-major (each chunk one contiguous block).
+template <int kRows>
 struct alignas(64) PackedColumn {
-  float r[kFloatPanelRows];
+  float r[kRows];
 };
-template <bool kLaneMajor>
+template <bool kLaneMajor, int kRows>
 struct PackedPanel {
-  PackedColumn* columns;
+  PackedColumn<kRows>* columns;
   int64_t chunks;
   float* At(int l, int64_t j) const { return columns[kLaneMajor ? l * chunks + j : j * kPanelChunk + l].r; }
 };
 
 // Packs rows [0, num_rows) of w into packed's 16 · ceil(cols / 16) columns; Loader reads 8 weights as f32.
-template <class Loader, bool kLaneMajor>
-void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols, PackedPanel<kLaneMajor>& packed) {
+template <class Loader, bool kLaneMajor, int kRows>
+void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols,
+                    PackedPanel<kLaneMajor, kRows>& packed) {
   const int64_t whole = cols / kPanelChunk, chunks = (cols + kPanelChunk - 1) / kPanelChunk;
-  alignas(32) uint8_t tail[kFloatPanelRows][kPanelChunk * 4];  // the zero-padded last chunk, if cols has one
+  alignas(32) uint8_t tail[kRows][kPanelChunk * 4];  // the zero-padded last chunk, if cols has one
   if (whole < chunks) {
     std::memset(tail, 0, sizeof tail);
     for (int r = 0; r < num_rows; ++r) {
@@ -67,7 +70,7 @@ void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t c
     }
   }
   for (int64_t j = 0; j < chunks; ++j) {
-    for (int h = 0; h < kFloatPanelRows / 8; ++h) {  // rows 8h..8h+7
+    for (int h = 0; h < kRows / 8; ++h) {  // rows 8h..8h+7
       for (int q = 0; q < 2; ++q) {             // columns 8q..8q+7 of the chunk
         __m256i v[8];
         for (int i = 0; i < 8; ++i) {
@@ -90,12 +93,12 @@ void PackFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t c
 }
 
 // The packed panel of this thread's current call (its scratch reused across calls).
-template <class Loader, bool kLaneMajor>
-PackedPanel<kLaneMajor> PackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols) {
-  thread_local std::vector<PackedColumn> scratch;
+template <class Loader, bool kLaneMajor, int kRows>
+PackedPanel<kLaneMajor, kRows> PackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t cols) {
+  thread_local std::vector<PackedColumn<kRows>> scratch;
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   if (static_cast<int64_t>(scratch.size()) < kPanelChunk * chunks) scratch.resize(kPanelChunk * chunks);
-  PackedPanel<kLaneMajor> packed{scratch.data(), chunks};
+  PackedPanel<kLaneMajor, kRows> packed{scratch.data(), chunks};
   PackFloatPanel<Loader>(w, row_bytes, num_rows, cols, packed);
   return packed;
 }
@@ -132,8 +135,8 @@ constexpr int64_t kFloatBlockChunks = 48;  // 768 columns: the tokens' activatio
 
 // NT tokens against the packed panel: y[t * y_stride + r] for r < num_rows.
 template <int NT>
-void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8_t* x, int64_t x_stride, int64_t cols,
-                      float* y, int64_t y_stride) {
+void FloatPanelTokens(const PackedPanel<true, kFloatPanelRows>& packed, int num_rows, const uint8_t* x,
+                      int64_t x_stride, int64_t cols, float* y, int64_t y_stride) {
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   const int64_t whole = tokens.whole;
@@ -142,14 +145,14 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
     const int64_t j1 = std::min(chunks, j0 + kFloatBlockChunks);
     for (int l0 = 0; l0 < kPanelChunk; l0 += kFloatPanelLanes) {  // lanes l0 .. l0 + kFloatPanelLanes - 1
       constexpr int L = kFloatPanelLanes;
-      PanelRows acc[L][NT];
+      FloatRows acc[L][NT];
       for (int i = 0; i < L; ++i) {
-        for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? PanelRows::Zero() : PanelRows::Load(lanes[l0 + i][t]);
+        for (int t = 0; t < NT; ++t) acc[i][t] = j0 == 0 ? FloatRows::Zero() : FloatRows::Load(lanes[l0 + i][t]);
       }
       const float* lane = packed.At(l0, 0);  // lane-major: lane l0 + i's chunk j at lane + (i · chunks + j) · rows
       auto step = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
         for (int i = 0; i < L; ++i) {
-          const PanelRows w = PanelRows::Load(lane + (i * chunks + j) * kFloatPanelRows);
+          const FloatRows w = FloatRows::Load(lane + (i * chunks + j) * kFloatPanelRows);
           for (int t = 0; t < NT; ++t) acc[i][t] = Fma(w, x_at(t) + i, acc[i][t]);
         }
       };
@@ -163,8 +166,8 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
   }
   // Fold16 on the panel's rows at once: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
   for (int t = 0; t < NT; ++t) {
-    auto lane = [&](int l) { return PanelRows::Load(lanes[l][t]); };
-    PanelRows b[8], s[4];
+    auto lane = [&](int l) { return FloatRows::Load(lanes[l][t]); };
+    FloatRows b[8], s[4];
     for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
     for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
     ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
@@ -174,7 +177,8 @@ void FloatPanelTokens(const PackedPanel<true>& packed, int num_rows, const uint8
 template <class Loader>
 void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                 int64_t num_tokens, int64_t cols, float* y, int64_t y_stride) {
-  const PackedPanel<true> packed = PackPanel<Loader, true>(w, row_bytes, num_rows, cols);
+  const PackedPanel<true, kFloatPanelRows> packed =
+      PackPanel<Loader, true, kFloatPanelRows>(w, row_bytes, num_rows, cols);
   static constexpr auto kTokens =
       ByTokenCount<kFloatPanelTokens - 1>([](auto nt) { return &FloatPanelTokens<decltype(nt)::value>; });
   int64_t t = 0;
@@ -194,18 +198,18 @@ constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (Fix
 // NT tokens' sums over every chunk: sums[t][r] += RNE(S · 2^32) + kFixedTermBias per chunk, S the chunk's
 // fma chain for row r (one register per output: s = w[c] · x[c], then s = fma(w[c + i], x[c + i], s)).
 template <int NT>
-void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_t x_stride, int64_t cols,
-                      int64_t (*sums)[kFloatPanelRows]) {
+void FixedPanelTokens(const PackedPanel<false, kFixedPanelRows>& packed, const uint8_t* x, int64_t x_stride,
+                      int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
   const int64_t chunks = (cols + kPanelChunk - 1) / kPanelChunk;
   const TokenRows<NT> tokens(x, x_stride, cols);
   PanelSums acc[NT];  // the level's (panel_rows_*.h): in registers or straight to sums
   auto chunk = [&](int64_t j, auto x_at) __attribute__((always_inline)) {
-    PanelRows s[NT];
-    const PanelRows w0 = PanelRows::Load(packed.At(0, j));
+    FixedRows s[NT];
+    const FixedRows w0 = FixedRows::Load(packed.At(0, j));
     for (int t = 0; t < NT; ++t) s[t] = Mul(w0, x_at(t));
 #pragma GCC unroll 15
     for (int c = 1; c < kPanelChunk; ++c) {
-      const PanelRows w = PanelRows::Load(packed.At(c, j));
+      const FixedRows w = FixedRows::Load(packed.At(c, j));
       for (int t = 0; t < NT; ++t) s[t] = Fma(w, x_at(t) + c, s[t]);
     }
     for (int t = 0; t < NT; ++t) acc[t].Add(s[t], sums[t]);
@@ -220,10 +224,10 @@ void FixedPanelTokens(const PackedPanel<false>& packed, const uint8_t* x, int64_
 // row octets' side by side. Rows past num_rows repeat the last row (their sums are never read).
 template <class Loader, int NT>
 void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
-                       int64_t cols, int64_t (*sums)[kFloatPanelRows]) {
+                       int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
   const TokenRows<NT> tokens(x, x_stride, cols);
-  const uint8_t* rows[kFloatPanelRows];
-  for (int i = 0; i < kFloatPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
+  const uint8_t* rows[kFixedPanelRows];
+  for (int i = 0; i < kFixedPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
   auto chunk = [&](int g, auto w_at, auto x_at) __attribute__((always_inline)) {  // rows 16g..16g+15
     __m256 s[2][NT];  // the chains of rows 0..7 and 8..15, apart until the chunk's terms
     for (int q = 0; q < 2; ++q) {  // columns 8q..8q+7 of the chunk
@@ -253,7 +257,7 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
             [&](int t) { return tokens.xt[t] + j * kPanelChunk; });
     }
     if (whole * kPanelChunk < cols) {
-      alignas(32) uint8_t tail[kFloatPanelRows][kPanelChunk * 4] = {};
+      alignas(32) uint8_t tail[kFixedPanelRows][kPanelChunk * 4] = {};
       for (int i = 16 * g; i < 16 * g + 16; ++i) {
         std::memcpy(tail[i], rows[i] + whole * kPanelChunk * Loader::kBytes,
                     (cols - whole * kPanelChunk) * Loader::kBytes);
@@ -272,15 +276,15 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
   static constexpr auto kTokens =
       ByTokenCount<kFixedPanelTokens>([](auto nt) { return &FixedPanelTokens<decltype(nt)::value>; });
   const bool direct = num_tokens < kFixedPackMinTokens;
-  PackedPanel<false> packed{};
-  if (!direct) packed = PackPanel<Loader, false>(w, row_bytes, num_rows, cols);
+  PackedPanel<false, kFixedPanelRows> packed{};
+  if (!direct) packed = PackPanel<Loader, false, kFixedPanelRows>(w, row_bytes, num_rows, cols);
   // Every term carried one kFixedTermBias.
   const uint64_t bias = kFixedTermBias * static_cast<uint64_t>((cols + kPanelChunk - 1) / kPanelChunk);
   for (int64_t t = 0; t < num_tokens; t += kFixedPanelTokens) {
     const int nt = static_cast<int>(std::min<int64_t>(kFixedPanelTokens, num_tokens - t));
-    alignas(32) int64_t sums[kFixedPanelTokens][kFloatPanelRows];
+    alignas(32) int64_t sums[kFixedPanelTokens][kFixedPanelRows];
     for (int i = 0; i < nt; ++i) {  // vector stores: `= {}` became a rep stos, slow to start on short runs
-      for (int r = 0; r < kFloatPanelRows; r += 4) {
+      for (int r = 0; r < kFixedPanelRows; r += 4) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + r), _mm256_setzero_si256());
       }
     }

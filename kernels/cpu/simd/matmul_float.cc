@@ -265,7 +265,7 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 #if TPSERVE_FIXED_POINT_AVX2
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
-  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1, kFloatPanelRows};
+  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1, kFixedPanelRows};
 }
 using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;

@@ -14,6 +14,7 @@ inline constexpr int kFloatPanelRows = 16;
 // 6 tokens × 2 halves: 12 accumulators (or chains) beside 2 weights and a broadcast in the 16 ymm.
 inline constexpr int kFloatPanelTokens = 6;
 inline constexpr int kFloatPanelLanes = 1;  // lanes per pass of FloatPanel
+inline constexpr int kFixedPanelRows = 16;
 inline constexpr int kFixedPanelTokens = 6;
 
 // sums[r] += RNE(s_r · 2^32) + kFixedTermBias (fixed_point_lanes.h) for 16 rows' terms s, rows 0..7 in lo
@@ -51,6 +52,9 @@ struct PanelSums {
   void Add(const PanelRows& s, int64_t* sums) { AddFixedTerms16(s.lo, s.hi, sums); }
   void Finish(int64_t*) const {}
 };
+
+using FloatRows = PanelRows;
+using FixedRows = PanelRows;
 
 inline PanelRows operator+(PanelRows a, PanelRows b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
 // w · x and fma(w, x, acc) with x (*x) broadcast to every row.
