@@ -6,13 +6,13 @@
 # Prints one markdown table (pp512 and tg128 tok/s of both, ratio tpserve ÷ llama.cpp per round) and keeps
 # the raw JSON under $RESULTS.
 # Environment: BUILD (build), LLAMA (third_party/llama.cpp/build/bin), TYPES ("Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M
-#              Q5_K_M Q6_K F16"), ROUNDS (2), THREADS (nproc), RESULTS (bench/results/types_vs_llama),
+#              Q5_K_M Q6_K F16 BF16 F32"), ROUNDS (2), THREADS (nproc), RESULTS (bench/results/types_vs_llama),
 #              BENCH_TMP (/tmp/tpserve-bench: the requantized files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LLAMA=${LLAMA:-third_party/llama.cpp/build/bin}
-TYPES=${TYPES:-"Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M Q5_K_M Q6_K F16"}
+TYPES=${TYPES:-"Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32"}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-$(nproc)}
 RESULTS=${RESULTS:-bench/results/types_vs_llama}
