@@ -41,10 +41,12 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
                  PanelBlock* blocks) {
   if (num_rows < kPanelRows) std::memset(static_cast<void*>(blocks), 0, num_blocks * sizeof(PanelBlock));
   const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  const __m256 scales = _mm256_set1_ps(scale);
   for (int64_t b = 0; b < num_blocks; ++b) {
     PanelBlock& pb = blocks[b];
     for (int half = 0; 8 * half < num_rows; ++half) {
       __m256i v[8];
+      alignas(32) float d[8] = {}, m[8] = {}, dmin[8] = {};  // the 8 rows', scaled below in one vector each
       for (int i = 0; i < 8; ++i) {
         const int r = 8 * half + i;
         if (r >= num_rows) {
@@ -53,9 +55,9 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
         }
         const WeightBlock wb = LoadBlock<kType>(w + r * row_bytes, b);
         v[i] = wb.q;
-        pb.d[r] = wb.d * scale;
-        pb.m[r] = wb.m * scale;
-        pb.neg_dmin[r] = -(wb.dmin * scale);
+        d[i] = wb.d;
+        m[i] = wb.m;
+        dmin[i] = wb.dmin;
         if constexpr (HasHalfScales(kType)) {
           pb.scale[0][r] = _mm256_extract_epi32(wb.lane_scale, 0);
           pb.scale[1][r] = _mm256_extract_epi32(wb.lane_scale, 4);
@@ -64,6 +66,15 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
           pb.min[0][r] = _mm256_extract_epi32(wb.lane_min, 0);
           pb.min[1][r] = _mm256_extract_epi32(wb.lane_min, 4);
         }
+      }
+      // Only the fields the type's passes read (panel_tokens_*.h) are written.
+      _mm256_store_ps(pb.d + 8 * half, _mm256_mul_ps(_mm256_load_ps(d), scales));
+      if constexpr (MinKindOf(kType) == MinKind::kOffset) {
+        _mm256_store_ps(pb.m + 8 * half, _mm256_mul_ps(_mm256_load_ps(m), scales));
+      }
+      if constexpr (MinKindOf(kType) == MinKind::kHalves) {
+        const __m256 scaled = _mm256_mul_ps(_mm256_load_ps(dmin), scales);
+        _mm256_store_ps(pb.neg_dmin + 8 * half, _mm256_xor_ps(scaled, _mm256_set1_ps(-0.0f)));  // −(dmin · scale)
       }
       Transpose8x8(v);  // v[g]: group g of the 8 rows, row i's 4 values in int32 i
       __m256i sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -74,9 +85,12 @@ void UnpackPanel(const uint8_t* w, int64_t row_bytes, int num_rows, int64_t num_
       const __m256i zero = _mm256_setzero_si256();
       const __m256i corr0 = _mm256_sub_epi32(zero, _mm256_slli_epi32(sums[0], 7));
       const __m256i corr1 = _mm256_sub_epi32(zero, _mm256_slli_epi32(sums[1], 7));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[0] + 8 * half), corr0);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[1] + 8 * half), corr1);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pb.corr + 8 * half), _mm256_add_epi32(corr0, corr1));
+      if constexpr (HasHalfScales(kType)) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[0] + 8 * half), corr0);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pb.half_corr[1] + 8 * half), corr1);
+      } else {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pb.corr + 8 * half), _mm256_add_epi32(corr0, corr1));
+      }
     }
   }
 }
