@@ -30,6 +30,7 @@
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/simd/fixed_point_lanes.h"
 #include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/tile_prefetch.h"
 #include "kernels/cpu/simd/transpose_avx2.h"
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 #include "kernels/cpu/simd/panel_rows_avx512.h"
@@ -181,12 +182,18 @@ void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
       PackPanel<Loader, true, kFloatPanelRows>(w, row_bytes, num_rows, cols);
   static constexpr auto kTokens =
       ByTokenCount<kFloatPanelTokens - 1>([](auto nt) { return &FloatPanelTokens<decltype(nt)::value>; });
+  const int64_t passes = (num_tokens + kFloatPanelTokens - 1) / kFloatPanelTokens;
+  auto prefetch = [&](int64_t t) {  // the next panel's rows, a slice per pass (tile_prefetch.h)
+    PrefetchPanelSlice(w + kFloatPanelRows * row_bytes, kFloatPanelRows * row_bytes, t / kFloatPanelTokens, passes);
+  };
   int64_t t = 0;
   for (; t + kFloatPanelTokens <= num_tokens; t += kFloatPanelTokens) {
+    prefetch(t);
     FloatPanelTokens<kFloatPanelTokens>(packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride,
                                         y_stride);
   }
   if (t < num_tokens) {
+    prefetch(t);
     kTokens[num_tokens - t - 1](packed, num_rows, x + t * x_stride, x_stride, cols, y + t * y_stride, y_stride);
   }
 }
@@ -280,7 +287,11 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
   if (!direct) packed = PackPanel<Loader, false, kFixedPanelRows>(w, row_bytes, num_rows, cols);
   // Every term carried one kFixedTermBias.
   const uint64_t bias = kFixedTermBias * static_cast<uint64_t>((cols + kPanelChunk - 1) / kPanelChunk);
+  const int64_t passes = (num_tokens + kFixedPanelTokens - 1) / kFixedPanelTokens;
   for (int64_t t = 0; t < num_tokens; t += kFixedPanelTokens) {
+    if (!direct) {  // the next panel's rows, a slice per pass (tile_prefetch.h)
+      PrefetchPanelSlice(w + kFixedPanelRows * row_bytes, kFixedPanelRows * row_bytes, t / kFixedPanelTokens, passes);
+    }
     const int nt = static_cast<int>(std::min<int64_t>(kFixedPanelTokens, num_tokens - t));
     alignas(32) int64_t sums[kFixedPanelTokens][kFixedPanelRows];
     for (int i = 0; i < nt; ++i) {  // vector stores: `= {}` became a rep stos, slow to start on short runs

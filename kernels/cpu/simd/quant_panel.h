@@ -79,14 +79,9 @@ void QuantPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
   if (static_cast<int64_t>(scratch.size()) < num_blocks) scratch.resize(num_blocks);
   UnpackPanel<kType>(w, row_bytes, num_rows, num_blocks, std::is_same_v<Out, float> ? 1.0f : kFixedPointScale,
                      scratch.data());
-  // The next panel's rows (RunTiles' next call on this thread, or past the range: a prefetch never faults)
-  // are asked for a slice per pass, so they arrive from memory while the tokens pass over this one; the
-  // unpack otherwise waited on them (B = 64 decode: 15 % of the step, its samples on the rows' first loads).
-  const char* next = reinterpret_cast<const char*>(w + kPanelRows * row_bytes);
   const int64_t passes = (num_tokens + NT - 1) / NT;
-  const int64_t slice = ((kPanelRows * row_bytes + passes - 1) / passes + 63) / 64 * 64;
-  for (int64_t t0 = 0, ahead = 0; t0 < num_tokens; t0 += NT, ahead += slice) {
-    for (int64_t off = ahead; off < std::min(ahead + slice, kPanelRows * row_bytes); off += 64) PrefetchLine(next + off);
+  for (int64_t t0 = 0; t0 < num_tokens; t0 += NT) {
+    PrefetchPanelSlice(w + kPanelRows * row_bytes, kPanelRows * row_bytes, t0 / NT, passes);  // the next panel
     const int nt = static_cast<int>(std::min<int64_t>(NT, num_tokens - t0));
     PanelTokens<kType, Out, NT>(nt, scratch.data(), num_blocks,
                                 reinterpret_cast<const PanelActivation*>(x + t0 * x_stride), num_rows,
