@@ -313,6 +313,14 @@ TEST(SamplerTest, RejectsBadParametersAndLogits) {
             bad);
   EXPECT_EQ(code_of([](SequencePlan&) {}, {0.0f, NAN, 1.0f}), StatusCode::kInternal);
   EXPECT_EQ(code_of([](SequencePlan&) {}, {0.0f, INFINITY, 1.0f}), StatusCode::kInternal);
+  // The same in the scan's 16-lane chunks, not only its tail.
+  for (int at : {0, 17, 31}) {
+    for (float v : {NAN, INFINITY}) {
+      std::vector<float> wide(40, 0.5f);
+      wide[at] = v;
+      EXPECT_EQ(code_of([](SequencePlan&) {}, wide), StatusCode::kInternal) << "at " << at << " " << v;
+    }
+  }
   // -inf logits are fine: masked tokens.
   EXPECT_EQ(code_of([](SequencePlan&) {}, {-INFINITY, 0.0f, -INFINITY}), StatusCode::kOk);
 }
