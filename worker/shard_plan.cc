@@ -62,51 +62,21 @@ StatusOr<ShardPlan> ShardPlan::Make(const ModelConfig& config, int tp_rank, int 
                            "; the " + std::to_string(config.num_heads) + " heads allow at most " +
                            std::to_string(num_groups) + " ranks");
   }
+  int64_t begin = 0, end = 0;
+  SplitEvenly(num_groups, tp_size, tp_rank, &begin, &end);
+  plan.head_begin = static_cast<int>(begin * head_group);
+  plan.head_end = static_cast<int>(end * head_group);
   const int group = config.num_heads / config.num_kv_heads;  // query heads per kv head
-  // Rank r's query heads, and the KV heads they read.
-  auto heads_of = [&](int r, int* q_begin, int* q_end, int* kv_begin, int* kv_end) {
-    int64_t begin = 0, end = 0;
-    SplitEvenly(num_groups, tp_size, r, &begin, &end);
-    *q_begin = static_cast<int>(begin * head_group);
-    *q_end = static_cast<int>(end * head_group);
-    *kv_begin = *q_begin / group;
-    *kv_end = (*q_end - 1) / group + 1;
-  };
-  heads_of(tp_rank, &plan.head_begin, &plan.head_end, &plan.kv_head_begin, &plan.kv_head_end);
+  plan.kv_head_begin = plan.head_begin / group;
+  plan.kv_head_end = (plan.head_end - 1) / group + 1;
   for (int q = plan.head_begin; q < plan.head_end; ++q) plan.kv_head_of_q.push_back(q / group - plan.kv_head_begin);
 
-  // FFN: whole blocks of ffn_down (at least 32 columns), the last one possibly partial (float types),
-  // placed so that every rank holds about the same weights: a rank's attention is 2·D values per hidden
-  // unit for each query head (attn_q rows, attn_output columns) and each KV head (attn_k, attn_v rows),
-  // an FFN column 3 (gate, up, down). Rank r ends at the block nearest the ideal cumulative FFN share.
+  // FFN: whole blocks of ffn_down (at least 32 columns), the last one possibly partial (float types).
   const int64_t ffn_unit = std::max<int64_t>(kQuantBlock, blocks.ffn_down);
   const int64_t ffn_blocks = (int64_t{config.ffn_size} + ffn_unit - 1) / ffn_unit;
-  std::vector<int64_t> attention(tp_size);
-  int64_t total = 3 * int64_t{config.ffn_size};
-  for (int r = 0; r < tp_size; ++r) {
-    int q_begin = 0, q_end = 0, kv_begin = 0, kv_end = 0;
-    heads_of(r, &q_begin, &q_end, &kv_begin, &kv_end);
-    attention[r] = 2 * int64_t{config.head_dim} * ((q_end - q_begin) + (kv_end - kv_begin));
-    total += attention[r];
-  }
-  // The block that ends rank r's FFN range: the ideal cumulative share Σ_{i≤r} (total/tp − attention_i) / 3
-  // columns, to the nearest block, never before the previous rank's end; the last rank ends at the last block.
-  auto ffn_end_block = [&](int r) {
-    if (r < 0) return int64_t{0};
-    if (r == tp_size - 1) return ffn_blocks;
-    int64_t owed = 0;  // 3 · tp · (columns up to rank r's end)
-    for (int i = 0; i <= r; ++i) owed += total - tp_size * attention[i];
-    const int64_t per_block = 3 * int64_t{tp_size} * ffn_unit;
-    const int64_t nearest = owed <= 0 ? 0 : (owed + per_block / 2) / per_block;
-    return std::min(ffn_blocks, nearest);
-  };
-  int64_t end_block = 0, begin_block = 0;
-  for (int r = 0; r <= tp_rank; ++r) {
-    begin_block = end_block;
-    end_block = std::max(begin_block, ffn_end_block(r));
-  }
-  plan.ffn_begin = std::min<int64_t>(begin_block * ffn_unit, config.ffn_size);
-  plan.ffn_end = std::min<int64_t>(end_block * ffn_unit, config.ffn_size);
+  SplitEvenly(ffn_blocks, tp_size, tp_rank, &begin, &end);
+  plan.ffn_begin = std::min<int64_t>(begin * ffn_unit, config.ffn_size);
+  plan.ffn_end = std::min<int64_t>(end * ffn_unit, config.ffn_size);
 
   SplitEvenly(config.vocab_size, tp_size, tp_rank, &plan.vocab_begin, &plan.vocab_end);
   return plan;

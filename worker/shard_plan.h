@@ -4,9 +4,7 @@
 // to num_heads (divisors or not). A rank holds every KV head its query heads read (kv = q / (H / Hkv)),
 // so a KV head is replicated on each rank whose query-head range touches its group. FFN columns are split
 // in whole quantisation blocks of 32 (the last block may be partial when ffn_size is not a multiple of 32),
-// so that each rank's attention and FFN weights together come as near the mean as whole blocks allow: a
-// rank with more query or KV heads than another takes fewer FFN columns (9 heads at TP 2: 5 + 2 KV heads
-// and 736 columns, 4 + 2 and 800). Vocabulary rows are split evenly, the remainder over the first ranks.
+// vocabulary rows evenly with the remainder spread over the first ranks.
 // The row-parallel weights (attn_output, ffn_down) are sliced by columns, and a quantised row only at
 // its blocks: a K-quant's 256-value super-block shares its scales, so it is never split. The plan
 // puts FFN boundaries on whole blocks of ffn_down's type, and head boundaries where attn_output's
