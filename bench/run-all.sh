@@ -4,7 +4,7 @@
 #     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
 #     TP 1 and 2 (TP 4 oversubscribed on a 2-core host, labelled so), decode at batch 1, 8, 32 and 64; the
-#     TP degrees in turns, three rounds (ENGINE_ROUNDS) of the 135M models, each figure the median round's
+#     TP degrees in turns, three rounds (ENGINE_ROUNDS), each figure the median round's
 #  3. all-reduce: tpserve-bench-allreduce under mpirun -np 2
 #  4. peer: llama.cpp's llama-bench (pp512 / tg128) on the same files and thread count
 #  5. the floor: tpserve-bench-naive (generation without a KV cache)
@@ -85,25 +85,23 @@ for name in smollm2-q4_1 synth135m-q8_0 synth135m-f32 synth1b-q8_0; do
   prompt=512
   model_steps=$steps
   model_batches=$batches
-  model_rounds=$rounds
   if [ "$name" = synth1b-q8_0 ]; then
     prompt=128  # pp512 is 1.3 TFLOP: over a minute per rep on 2 cores
     model_steps=$((steps < 4 ? steps : 4))  # a batch-32 step is 80 GFLOP
     model_batches=${batches%,64}  # batch 64 adds a 1,024-token prefill per TP degree: ~1 minute in all
-    model_rounds=1  # ~2 minutes per TP degree; its steps are long enough to vary little
   fi
   [ "$quick" = 1 ] && prompt=64
   tps="1 2 4"
   [ "$name" = synth135m-f32 ] && tps="1 2"
   [ "$quick" = 1 ] && tps="1 2"
-  for round in $(seq "$model_rounds"); do
+  for round in $(seq "$rounds"); do
     for tp in $tps; do
       # pp512 at TP 1 (llama-bench's figure); a shorter prompt at TP > 1 keeps the run within ~15 minutes.
       tp_prompt=$prompt
       [ "$tp" -gt 1 ] && [ "$prompt" -gt 128 ] && tp_prompt=128
       label="TP$tp"
       [ "$tp" -gt "$threads" ] && label="TP$tp (oversubscribed: $tp ranks on $threads cores)"
-      step "engine $name $label, round $round of $model_rounds"
+      step "engine $name $label, round $round of $rounds"
       "$engine" --model "$file" --tp "$tp" --tp-label "$label" --batches "$model_batches" --prompt "$tp_prompt" \
         --decode-steps "$model_steps" --json "$results/engine_rounds/engine_${name}_tp${tp}_r$round.json" ||
         echo "engine $name TP$tp failed (continuing)"

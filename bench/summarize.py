@@ -116,7 +116,7 @@ def main():
                "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.")
     rounds = sorted({run.get("rounds", 1) for run in runs.values()})
     out.append(f"Each figure is the median of {' or '.join(map(str, rounds))} round(s) of tpserve-bench-engine, the TP "
-               "degrees of a model in turns (bench/median_round.py; the 1B model one round).\n")
+               "degrees of a model in turns (bench/median_round.py).\n")
 
     out.append("### Tensor parallelism: decode scaling (same host; ranks share its cores and memory bandwidth)\n")
     out.append("| model | TP | batch | tok/s | speedup vs TP1 | efficiency (speedup ÷ TP) | tok/s per rank "
