@@ -20,6 +20,7 @@
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/tile_prefetch.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
 #define TPSERVE_QUANT_PANELS 1
@@ -27,9 +28,6 @@
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TPSERVE_QUANT_PANELS 1
 #include "kernels/cpu/simd/panel_tokens_avx2.h"
-#endif
-#if TPSERVE_QUANT_PANELS
-#include "kernels/cpu/simd/tile_prefetch.h"
 #endif
 
 #if TPSERVE_QUANT_PANELS
