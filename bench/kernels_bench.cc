@@ -115,26 +115,29 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   std::vector<float> x(max_tokens * c.cols), y(max_tokens * c.rows);
   for (float& v : x) v = dist(rng);
 
-  // Decode: one token, a different copy of the weight each call.
-  const auto decode = [&](int64_t copy) {
-    const WeightMatrix w{type, c.rows, c.cols, weights[copy].data()};
-    MatMul(w, x.data(), 1, y.data(), pool);
+  // Decode: one token, a different copy of the weight each call, through the float sums and then the
+  // fixed-point sums (the row-parallel layers: attention output, FFN down).
+  std::vector<int64_t> y_fixed(max_tokens * c.rows);
+  const auto print_decode = [&](const char* sums, auto multiply) {
+    const auto decode = [&](int64_t copy) { multiply(WeightMatrix{type, c.rows, c.cols, weights[copy].data()}); };
+    const bench::CallTimes times = bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(),
+                                                    [&](int64_t call) { decode(call % copies); });
+    const double median = times.median_s, cpu_per_call = times.cpu_per_call;
+    const double gbs = weight_bytes / median / 1e9;
+    std::printf("  decode  T=1   %-5s %5lldx%-5lld %-11s %9.1f us  achieved %6.2f GB/s of %6.2f GB/s measured "
+                "(%3.0f%%)  [cpu-time basis %6.2f GB/s]\n",
+                DTypeName(type), static_cast<long long>(c.cols), static_cast<long long>(c.rows), sums, median * 1e6,
+                gbs, triad_gbs, 100.0 * gbs / triad_gbs, weight_bytes / cpu_per_call / 1e9);
+    // The same call on one copy, which stays in cache: the arithmetic alone. Where a core's memory wait and
+    // its arithmetic do not overlap, the call from memory takes about the sum (bench/README.md, "AVX-512
+    // attention, one core's bound").
+    const double cached =
+        bench::TimeCalls(quick ? 0.1 : 0.25, 8, pool->num_threads(), [&](int64_t) { decode(0); }).median_s;
+    std::printf("%46s in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n", "",
+                cached * 1e6, weight_bytes / cached / 1e9, (median - cached) * 1e6);
   };
-  const bench::CallTimes times = bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(),
-                                                  [&](int64_t call) { decode(call % copies); });
-  const double median = times.median_s, cpu_per_call = times.cpu_per_call;
-  const double gbs = weight_bytes / median / 1e9;
-  std::printf("  decode  T=1   %-5s %5lldx%-5lld %9.1f us  achieved %6.2f GB/s of %6.2f GB/s measured (%3.0f%%)"
-              "  [cpu-time basis %6.2f GB/s]\n",
-              DTypeName(type), static_cast<long long>(c.cols), static_cast<long long>(c.rows), median * 1e6, gbs,
-              triad_gbs, 100.0 * gbs / triad_gbs, weight_bytes / cpu_per_call / 1e9);
-  // The same call on one copy, which stays in cache: the arithmetic alone. Where a core's memory wait and
-  // its arithmetic do not overlap, the call from memory takes about the sum (bench/README.md, "AVX-512
-  // attention, one core's bound").
-  const double cached =
-      bench::TimeCalls(quick ? 0.1 : 0.25, 8, pool->num_threads(), [&](int64_t) { decode(0); }).median_s;
-  std::printf("%34s in cache %9.1f us  (%6.2f GB/s; from memory: the arithmetic + %.1f us)\n", "",
-              cached * 1e6, weight_bytes / cached / 1e9, (median - cached) * 1e6);
+  print_decode("float", [&](const WeightMatrix& w) { MatMul(w, x.data(), 1, y.data(), pool); });
+  print_decode("fixed-point", [&](const WeightMatrix& w) { MatMulFixedPoint(w, x.data(), 1, y_fixed.data(), pool); });
 
   // Prefill: T tokens through one weight copy, best of 3, through the float sums and then the fixed-point
   // sums (the row-parallel layers: attention output, FFN down).
@@ -161,7 +164,6 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
                 100.0 * gflops / peak_gflops, flops / cpu_seconds / 1e9);
   };
   print_prefill("float", best_of_3([&](const WeightMatrix& w) { MatMul(w, x.data(), max_tokens, y.data(), pool); }));
-  std::vector<int64_t> y_fixed(max_tokens * c.rows);
   print_prefill("fixed-point", best_of_3([&](const WeightMatrix& w) {
                   MatMulFixedPoint(w, x.data(), max_tokens, y_fixed.data(), pool);
                 }));
@@ -198,9 +200,11 @@ int main(int argc, char** argv) {
               pool.num_threads(), triad, peak, peak_cpu);
   std::printf("[cpu-time basis]: work / (process CPU seconds / threads), the rate with the cores to itself;\n"
               "wall-clock figures on a shared machine include time spent descheduled.\n");
-  const Case cases[] = {{576, 1536}, {2048, 8192}};
+  // SmolLM2's FFN up and down shapes (small), the 1B synthetic model's (large).
+  const Case cases[] = {{576, 1536}, {1536, 576}, {2048, 8192}, {8192, 2048}};
   for (const Case& c : cases) {
-    if ((shape == "small" && c.cols != 576) || (shape == "large" && c.cols == 576)) continue;
+    const bool small = c.cols * c.rows < (int64_t{1} << 22);
+    if ((shape == "small" && !small) || (shape == "large" && small)) continue;
     for (DType t : kSupportedDTypes) {
       if (has_type && t != only_type) continue;
       BenchType(t, c.cols % DTypeBlockElems(t) == 0 ? c : Case{c.rows, c.cols}, triad, peak, quick, &pool);

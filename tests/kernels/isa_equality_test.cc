@@ -108,18 +108,22 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
-    // Float weights: 300 columns are 18 whole chunks and a partial one.
+    // Float weights: 300 columns are 18 whole chunks and a partial one, 60 three and a partial one (the decode
+    // path's chunk pairs, then a single chunk); 37 rows are two groups of 16 and a part.
     const std::vector<int64_t> cols_list =
-        IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 300};
+        IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 60, 300};
     for (int64_t cols : cols_list) {
-      for (int64_t num_tokens :
-           {int64_t{1}, int64_t{4}, int64_t{9}, internal::kPanelMinTokens + 2, internal::kFloatPanelMinTokens + 2}) {
-        const TestWeights w = MakeTestWeights(type, 13, cols, &rng);
-        const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
-        std::vector<int64_t> want(num_tokens * 13), got(num_tokens * 13);
-        RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
-        RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
-        ASSERT_TRUE(BitwiseEqual(want, got)) << DTypeName(type) << " cols " << cols << " T " << num_tokens;
+      for (int64_t rows : {13, 37}) {
+        for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{9},
+                                   internal::kPanelMinTokens + 2, internal::kFloatPanelMinTokens + 2}) {
+          const TestWeights w = MakeTestWeights(type, rows, cols, &rng);
+          const std::vector<float> x = RandomActivations(num_tokens * cols, &rng);
+          std::vector<int64_t> want(num_tokens * rows), got(num_tokens * rows);
+          RunAt(Isa::kPortable, [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
+          RunAt(GetParam(), [&] { MatMulFixedPoint(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
+          ASSERT_TRUE(BitwiseEqual(want, got))
+              << DTypeName(type) << " rows " << rows << " cols " << cols << " T " << num_tokens;
+        }
       }
     }
   }
