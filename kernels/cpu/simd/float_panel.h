@@ -207,7 +207,7 @@ constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (Fix
 // model's 8192 x 2048 (64 KB) 3098-3232 -> 3736-4005, so longer rows are left to the hardware prefetcher.
 // prefetcht0, or two groups ahead, did no better. F32 rows, whose chunks take a whole line, ran slower with it
 // (1536 x 576: 404 -> 462-486 us).
-constexpr int64_t kDirectPrefetchBytes = 32 << 10;
+constexpr int64_t kDirectPrefetchBytes = 48 << 10;
 
 // NT tokens' sums over every chunk: sums[t][r] += RNE(S · 2^32) + kFixedTermBias per chunk, S the chunk's
 // fma chain for row r (one register per output: s = w[c] · x[c], then s = fma(w[c + i], x[c + i], s)).
