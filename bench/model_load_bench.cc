@@ -1,9 +1,10 @@
 // tpserve-bench-load: how long opening a model and loading every tensor takes, and its peak
 // resident memory, beside the file size and the time to read the file once with plain read()
 // (the `cat file > /dev/null` peer). Cache dropping needs root privileges we do not assume, so
-// both numbers are warm-cache: the file is read once before anything is timed. Both load paths run:
-// the default (views of the mapped file, each populated as it is handed out, so its pages count in the
-// peak RSS as a loaded model's do) and --no-mmap's (pread into buffers).
+// both numbers are warm-cache: the file is read once before anything is timed. Three load paths run:
+// the default (mapped where the page cache holds the file in 2 MiB pages, else read), --mmap's (views of the
+// mapped file, each populated as it is handed out, so its pages count in the peak RSS as a loaded model's
+// do) and --no-mmap's (pread into 2 MiB pages).
 //
 // Models: the SmolLM2 GGUF (if present) and a synthetic Llama-3.2-1B-shape model written to /tmp on
 // the fly (and deleted afterwards). Each measurement runs in a forked child so that ru_maxrss is
@@ -114,14 +115,16 @@ void Report(const std::string& label, const std::string& path) {
   PlainRead(path);  // warm the page cache
   const double plain = PlainRead(path);
   std::printf("%s (%s)\n", label.c_str(), path.c_str());
-  for (WeightLoading loading : {WeightLoading::kMap, WeightLoading::kRead}) {
+  for (WeightLoading loading : {WeightLoading::kAuto, WeightLoading::kMap, WeightLoading::kRead}) {
     const LoadResult r = MeasureLoad(path, loading);
-    const char* how = loading == WeightLoading::kMap ? "mapped (default)" : "--no-mmap (pread)";
+    const std::string how = loading == WeightLoading::kAuto ? "default (mapped if in 2 MiB pages, else read)"
+                            : loading == WeightLoading::kMap ? "--mmap (mapped)"
+                                                             : "--no-mmap (pread into 2 MiB pages)";
     if (!r.ok) {
-      std::printf("  %s: FAILED to load\n", how);
+      std::printf("  %s: FAILED to load\n", how.c_str());
       continue;
     }
-    std::printf("  %s: open (header, config, tensor checks) %.3f s\n", how, r.open_s);
+    std::printf("  %s: open (header, config, tensor checks) %.3f s\n", how.c_str(), r.open_s);
     std::printf("    loaded %.1f MB in %.3f s (%.2f GB/s) vs plain read %.3f s (%.2f GB/s): ratio %.2f (target 1.5)\n",
                 mb, r.read_s, mb / 1e3 / r.read_s, plain, mb / 1e3 / plain, r.read_s / plain);
     std::printf("    peak RSS %.1f MB = %.2f x file size (target 1.05; weights resident where the model uses them)\n",

@@ -104,7 +104,12 @@ class ServeFlagParser {
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
-    app.add_flag("--no-mmap", no_mmap_, "read the weights into memory instead of mapping the model file")->group("Worker group (tpserve-worker)");
+    CLI::Option* no_mmap = app.add_flag("--no-mmap", no_mmap_, "read the weights into memory, in 2 MiB pages (the "
+                                        "default where the kernel has transparent huge pages)")
+                               ->group("Worker group (tpserve-worker)");
+    app.add_flag("--mmap", mmap_, "use the weights in place from a mapping of the model file (the default elsewhere)")
+        ->group("Worker group (tpserve-worker)")
+        ->excludes(no_mmap);
     app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")
         ->group("Coordinator (tpserve-coordinator)");
     app.add_flag("--insecure", insecure_, "bind a non-loopback --host without keys (and the gateway without --api-key)")
@@ -127,6 +132,7 @@ class ServeFlagParser {
       if (!p.value.empty()) flags_.coordinator_args.insert(flags_.coordinator_args.end(), {p.flag, p.value});
     }
     if (no_prefix_cache_) flags_.coordinator_args.push_back("--no-prefix-caching");
+    if (mmap_) flags_.worker_args.push_back("--mmap");
     if (no_mmap_) flags_.worker_args.push_back("--no-mmap");
     if (insecure_) {
       for (auto* args : {&flags_.coordinator_args, &flags_.http_args}) args->push_back("--insecure");
@@ -165,6 +171,7 @@ class ServeFlagParser {
                                  {"--metrics-port", "serve GET /metrics over HTTP on this port", ""},
                                  {"--metrics-host", "the metrics endpoint's address", ""}};
   bool no_prefix_cache_ = false;
+  bool mmap_ = false;
   bool no_mmap_ = false;
   bool insecure_ = false;
   std::string keys_dir_;

@@ -1,6 +1,6 @@
 // GgufFile: a GGUF (v2/v3) file. The header, metadata and tensor table are read (pread, through
 // TensorFile) and validated on Open; tensor data stays in the file until a slice is asked for, then is
-// a view of the file's mapping (WeightLoading::kMap) or read straight into its buffer (kRead). A file
+// a view of the file's mapping or read into 2 MiB pages (WeightLoading, tensor_file.h). A file
 // truncated while open makes a later slice a DATA_LOSS, never a crash (tensor_file.h: in kMap a view
 // already handed out faults).
 #pragma once
@@ -40,7 +40,7 @@ class GgufFile : public WeightSource {
   // unsupported version, truncated, counts or lengths past the end, misaligned or overlapping
   // tensor, unknown tensor type). Never allocates more than the file could hold.
   static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path,
-                                                  WeightLoading loading = WeightLoading::kMap);
+                                                  WeightLoading loading = WeightLoading::kAuto);
   ~GgufFile() override;
 
   const std::string& path() const { return path_; }

@@ -18,10 +18,10 @@ class ModelFile {
  public:
   // Errors: NOT_FOUND (no such path), DATA_LOSS (corrupt file, or a tensor missing or of the
   // wrong shape, naming it), UNIMPLEMENTED (an architecture or feature tpserve does not run).
-  // `loading`: weights as views of the mapped file (the default) or read into buffers (--no-mmap); see
-  // model/tensor_file.h.
+  // `loading`: weights as views of the mapped file (--mmap), read into 2 MiB pages (--no-mmap), or by default
+  // mapped where the page cache gives 2 MiB pages and read otherwise (model/tensor_file.h).
   static StatusOr<std::unique_ptr<ModelFile>> Open(const std::string& path,
-                                                   WeightLoading loading = WeightLoading::kMap);
+                                                   WeightLoading loading = WeightLoading::kAuto);
 
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }

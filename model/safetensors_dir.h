@@ -1,9 +1,9 @@
 // SafetensorsDir: a Hugging Face Llama, Mistral, Qwen 2 or Qwen 3 checkpoint directory (config.json plus
 // model.safetensors,
 // or shards listed in model.safetensors.index.json) as a WeightSource with canonical GGUF tensor
-// names. Shards are TensorFiles: tensor data stays in the files until a slice is asked for, then is a
-// view of the shard's mapping (WeightLoading::kMap, when the tensor's data is 32-byte aligned in the
-// file; otherwise, and with kRead, it is read straight into its buffer). A shard truncated while open
+// names. Shards are TensorFiles: tensor data stays in the files until a slice is asked for, then is
+// a view of the shard's mapping (when the tensor's data is 32-byte aligned in the file) or read into 2 MiB
+// pages (WeightLoading, tensor_file.h). A shard truncated while open
 // makes a later slice a DATA_LOSS (tensor_file.h).
 //
 // HF names map as model.embed_tokens -> token_embd, model.layers.N.input_layernorm -> blk.N.attn_norm,
@@ -55,7 +55,7 @@ class SafetensorsDir : public WeightSource {
   // the directory), UNIMPLEMENTED (see ModelConfigFromHfConfig). tied_embeddings is set when
   // the config says so or lm_head is absent; output.weight is then not exposed.
   static StatusOr<std::unique_ptr<SafetensorsDir>> Open(const std::string& dir,
-                                                        WeightLoading loading = WeightLoading::kMap);
+                                                        WeightLoading loading = WeightLoading::kAuto);
   ~SafetensorsDir() override;
 
   const std::string& dir() const { return dir_; }
@@ -72,7 +72,7 @@ class SafetensorsDir : public WeightSource {
   Status AddShard(const std::string& file_name, const std::vector<std::string>* expected);
 
   std::string dir_;
-  WeightLoading loading_ = WeightLoading::kMap;
+  WeightLoading loading_ = WeightLoading::kAuto;
   ModelConfig config_;
   std::vector<std::unique_ptr<TensorFile>> shards_;
   std::vector<TensorInfo> tensors_;

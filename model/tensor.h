@@ -25,7 +25,8 @@ struct TensorInfo {
 };
 
 // A 2-D block of a tensor in its stored type. Rows are contiguous with DTypeRowBytes(type, cols) bytes
-// each. 1-D tensors are one row. Allocate()d data is 64-byte aligned and writable; a view of a mapped
+// each. 1-D tensors are one row. Allocate()d data, and a slice read from a checkpoint (TensorFile's
+// HugePageArena), is 64-byte aligned and writable; a view of a mapped
 // checkpoint (TensorFile, WeightLoading::kMap) is 32-byte aligned and read-only, and `data` keeps the
 // mapping alive.
 struct HostTensor {

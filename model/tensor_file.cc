@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+
+#include "common/logging.h"
 
 namespace tpserve {
 
@@ -15,6 +18,17 @@ namespace {
 // A view's data must be at least this aligned: the portable kernels read floats and the quantised
 // blocks' 16-bit scales through typed pointers. A GGUF's tensors are (general.alignment, 32 by default).
 constexpr uintptr_t kViewAlignment = 32;
+
+// Whether the page cache gives the mapping [base, base + size) 2 MiB pages: faults in the 2 MiB window in the
+// middle and looks at how it was mapped.
+bool MappedInHugePages(const uint8_t* base, size_t size) {
+  const size_t huge = HugePageArena::kPageBytes;
+  const size_t offset = size / 2 / huge * huge;
+  if (offset + huge > size) return false;
+  if (::madvise(const_cast<uint8_t*>(base) + offset, huge, MADV_POPULATE_READ) != 0) return false;
+  const std::string kb = SmapsValue(base + offset, "FilePmdMapped:");  // "2048 kB"
+  return !kb.empty() && std::stoull(kb) > 0;
+}
 
 }  // namespace
 
@@ -30,19 +44,47 @@ StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path, 
     ::close(fd);
     return DataLoss(path + ": not a regular file");
   }
-  std::unique_ptr<TensorFile> file(new TensorFile(path, fd, static_cast<uint64_t>(st.st_size)));
-  if (loading == WeightLoading::kMap && file->size_ > 0) {
+  std::unique_ptr<TensorFile> file(new TensorFile(path, fd, static_cast<uint64_t>(st.st_size), loading));
+  if (loading != WeightLoading::kRead && file->size_ > 0) {
     const size_t size = static_cast<size_t>(file->size_);
-    // Shared and read-only, as llama.cpp maps a model: the pages are the page cache's own.
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p != MAP_FAILED) {
-      file->mapping_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) { ::munmap(q, size); });
+    // Shared and read-only, as llama.cpp maps a model: the pages are the page cache's own. Starting on a
+    // 2 MiB boundary, so that 2 MiB folios of the page cache can be mapped as huge pages.
+    const size_t huge = HugePageArena::kPageBytes;
+    void* reserved = ::mmap(nullptr, size + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (reserved != MAP_FAILED) {
+      const auto begin = reinterpret_cast<uintptr_t>(reserved), end = begin + size + huge;
+      const uintptr_t aligned = (begin + huge - 1) / huge * huge;
+      void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+      // The reservation around the mapping (or all of it, if the mapping failed).
+      const uintptr_t mapped_end = p == MAP_FAILED ? aligned : (aligned + size + 4095) / 4096 * 4096;
+      if (aligned > begin && p != MAP_FAILED) ::munmap(reserved, aligned - begin);
+      if (p == MAP_FAILED) ::munmap(reserved, size + huge);
+      if (p != MAP_FAILED && end > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), end - mapped_end);
+      if (p != MAP_FAILED) {
+        ::madvise(p, size, MADV_HUGEPAGE);
+        file->mapping_ =
+            std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) { ::munmap(q, size); });
+      }
     }
   }
   return file;
 }
 
 TensorFile::~TensorFile() { ::close(fd_); }  // the mapping lives on in any view still held
+
+bool TensorFile::UsesMapping() const {
+  std::call_once(decided_, [&] {
+    uses_mapping_ = mapping_ != nullptr;
+    if (uses_mapping_ && loading_ == WeightLoading::kAuto && size_ >= 2 * HugePageArena::kPageBytes &&
+        HugePageArena::Available() && !MappedInHugePages(mapping_.get(), static_cast<size_t>(size_))) {
+      uses_mapping_ = false;
+      mapping_.reset();  // no view was handed out yet
+      LOG(INFO) << path_ << ": the page cache holds it in 4 KiB pages, so its weights are read into 2 MiB pages "
+                << "(--mmap maps them anyway)";
+    }
+  });
+  return uses_mapping_;
+}
 
 Status TensorFile::ReadAt(uint64_t offset, void* out, uint64_t n, const std::string& what) const {
   uint8_t* dst = static_cast<uint8_t*>(out);
@@ -112,7 +154,7 @@ StatusOr<HostTensor> TensorFile::ReadSlice(const TensorInfo& info, int64_t row_b
                        static_cast<uint64_t>(DTypeRowBytes(info.type, col_begin));
   const std::string what = "tensor " + info.name;
   const bool whole_rows = col_begin == 0 && col_end == cols;
-  if (whole_rows && mapping_ != nullptr && row_begin < row_end &&
+  if (whole_rows && UsesMapping() && row_begin < row_end &&
       reinterpret_cast<uintptr_t>(mapping_.get() + src) % kViewAlignment == 0) {
     HostTensor view;
     view.type = info.type;
@@ -124,7 +166,11 @@ StatusOr<HostTensor> TensorFile::ReadSlice(const TensorInfo& info, int64_t row_b
     view.data = std::shared_ptr<uint8_t>(mapping_, mapping_.get() + src);  // shares the mapping's lifetime
     return view;
   }
-  HostTensor out = HostTensor::Allocate(info.type, row_end - row_begin, col_end - col_begin);
+  HostTensor out;
+  out.type = info.type;
+  out.rows = row_end - row_begin;
+  out.cols = col_end - col_begin;
+  out.data = arena_.Allocate(static_cast<size_t>(out.nbytes()));
   if (whole_rows) {
     RETURN_IF_ERROR(ReadAt(src, out.data.get(), static_cast<uint64_t>(out.nbytes()), what));
     return out;

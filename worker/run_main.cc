@@ -43,6 +43,7 @@ struct RunFlags {
   bool ignore_eos = false;
   bool print_ids = false;
   bool chat = false;
+  bool mmap = false;
   bool no_mmap = false;
   int threads = 0;
   int poll_us = -1;  // < 0: ThreadPool::DefaultPollMicros()
@@ -80,7 +81,7 @@ void AddFlags(CLI::App& app, RunFlags& f) {
   app.add_option("--tp", f.tp, "tensor-parallel ranks (> 1: re-runs itself under mpirun)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
-  app.add_flag("--no-mmap", f.no_mmap, kNoMmapHelp);
+  app.add_flag("--mmap", f.mmap, kMmapHelp)->excludes(app.add_flag("--no-mmap", f.no_mmap, kNoMmapHelp));
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& model) {
@@ -142,7 +143,7 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
 
 Status Run(const RunFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlag(flags.no_mmap)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
   ExecutorOptions options;
   options.num_threads = flags.threads;
   options.poll_us = flags.poll_us;

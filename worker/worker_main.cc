@@ -48,7 +48,8 @@ struct WorkerFlags {
   std::string sliding_kv = "free";
   std::string kv_dtype = "f32";
   std::string draft_model;  // empty: none
-  bool no_mmap = false;     // read the weights instead of mapping them
+  bool mmap = false;        // use the weights in place from a mapping of the file
+  bool no_mmap = false;     // read the weights into memory
 };
 
 void AddFlags(CLI::App& app, WorkerFlags& f) {
@@ -69,7 +70,7 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
   app.add_option("--keys", f.keys_dir, "CURVE: DIR/coordinator.pub and DIR/workers/<key name>.key");
   app.add_option("--key-name", f.key_name, "CURVE: the group's key name under DIR/workers");
   app.add_option("--device", f.device_name, "cpu or cuda")->capture_default_str();
-  app.add_flag("--no-mmap", f.no_mmap, kNoMmapHelp);
+  app.add_flag("--mmap", f.mmap, kMmapHelp)->excludes(app.add_flag("--no-mmap", f.no_mmap, kNoMmapHelp));
   app.add_option("--sliding-kv", f.sliding_kv, "free: sliding-window layers give back the KV pages that fell out of "
                  "their window (CPU); keep: every layer keeps its pages until the sequence ends")
       ->check(CLI::IsMember({"free", "keep"}))->capture_default_str();
@@ -82,10 +83,10 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
 Status Serve(const WorkerFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
   RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlag(flags.no_mmap)));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
   std::unique_ptr<ModelFile> draft;
   if (!flags.draft_model.empty()) {
-    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model, WeightLoadingFromFlag(flags.no_mmap)));
+    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
   }
 
   GroupRuntimeOptions runtime;
