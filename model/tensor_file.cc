@@ -55,12 +55,13 @@ StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path, 
       const auto begin = reinterpret_cast<uintptr_t>(reserved), end = begin + size + huge;
       const uintptr_t aligned = (begin + huge - 1) / huge * huge;
       void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
-      // The reservation around the mapping (or all of it, if the mapping failed).
-      const uintptr_t mapped_end = p == MAP_FAILED ? aligned : (aligned + size + 4095) / 4096 * 4096;
-      if (aligned > begin && p != MAP_FAILED) ::munmap(reserved, aligned - begin);
-      if (p == MAP_FAILED) ::munmap(reserved, size + huge);
-      if (p != MAP_FAILED && end > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), end - mapped_end);
-      if (p != MAP_FAILED) {
+      if (p == MAP_FAILED) {
+        ::munmap(reserved, size + huge);
+      } else {  // give back the reservation before and after the mapping
+        const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const uintptr_t mapped_end = (aligned + size + page - 1) / page * page;
+        if (aligned > begin) ::munmap(reserved, aligned - begin);
+        if (end > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), end - mapped_end);
         ::madvise(p, size, MADV_HUGEPAGE);
         file->mapping_ =
             std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) { ::munmap(q, size); });

@@ -1,5 +1,5 @@
 // TensorFile: a checkpoint file open for reading, the one way the GGUF and safetensors readers
-// (GgufFile, SafetensorsDir) touch a file's bytes. Tensor slices reach memory one of two ways:
+// (GgufFile, SafetensorsDir) touch a file's bytes. Tensor slices reach memory in one of two ways:
 //
 //   mapped: the file is mapped read-only once (MADV_HUGEPAGE), and a slice of whole rows is a view of the
 //     mapping (HostTensor's shared_ptr keeps the mapping alive), its pages populated as it is handed out
