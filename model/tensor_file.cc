@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "common/logging.h"
@@ -19,15 +20,21 @@ namespace {
 // blocks' 16-bit scales through typed pointers. A GGUF's tensors are (general.alignment, 32 by default).
 constexpr uintptr_t kViewAlignment = 32;
 
-// Whether the page cache gives the mapping [base, base + size) 2 MiB pages: faults in the 2 MiB window in the
-// middle and looks at how it was mapped.
+// Whether the page cache gives the mapping [base, base + size) 2 MiB pages: faults in 2 MiB windows spread over
+// it and looks at how they were mapped. Every window must be a huge page: a file's cache can be part 2 MiB
+// folios and part 4 KiB (SmolLM2 F16 after a busy hour: 22 of its 264 MB in huge pages, decode at 38 tok/s
+// mapped against 45-48 read).
 bool MappedInHugePages(const uint8_t* base, size_t size) {
+  constexpr size_t kWindows = 8;
   const size_t huge = HugePageArena::kPageBytes;
-  const size_t offset = size / 2 / huge * huge;
-  if (offset + huge > size) return false;
-  if (::madvise(const_cast<uint8_t*>(base) + offset, huge, MADV_POPULATE_READ) != 0) return false;
-  const std::string kb = SmapsValue(base + offset, "FilePmdMapped:");  // "2048 kB"
-  return !kb.empty() && std::stoull(kb) > 0;
+  if (size < 2 * huge) return false;
+  std::set<size_t> windows;  // 2 MiB-aligned offsets of whole windows inside the file
+  for (size_t i = 0; i < kWindows; ++i) windows.insert((size - huge) / (2 * kWindows) * (2 * i + 1) / huge * huge);
+  for (size_t offset : windows) {
+    if (::madvise(const_cast<uint8_t*>(base) + offset, huge, MADV_POPULATE_READ) != 0) return false;
+  }
+  const std::string kb = SmapsValue(base, "FilePmdMapped:");  // "4096 kB": the whole mapping's
+  return !kb.empty() && std::stoull(kb) * 1024 >= windows.size() * huge;
 }
 
 }  // namespace
@@ -80,8 +87,8 @@ bool TensorFile::UsesMapping() const {
         HugePageArena::Available() && !MappedInHugePages(mapping_.get(), static_cast<size_t>(size_))) {
       uses_mapping_ = false;
       mapping_.reset();  // no view was handed out yet
-      LOG(INFO) << path_ << ": the page cache holds it in 4 KiB pages, so its weights are read into 2 MiB pages "
-                << "(--mmap maps them anyway)";
+      LOG(INFO) << path_ << ": the page cache holds (some of) it in 4 KiB pages, so its weights are read into "
+                << "2 MiB pages (--mmap maps them anyway)";
     }
   });
   return uses_mapping_;

@@ -12,9 +12,10 @@
 // Decode streams every weight once per step, and from 4 KiB pages it runs much slower than from 2 MiB ones
 // (model/huge_page_arena.h). A mapping gets 2 MiB pages only where the page cache holds the file in 2 MiB
 // folios: a file read from disk with the hint does (readahead), one just written (downloaded, quantised) does
-// not until its pages are evicted. So WeightLoading::kAuto, the default, maps the file, faults in one 2 MiB
-// window and keeps the mapping if that window is mapped as one huge page, else reads (where the kernel has
-// transparent huge pages; a file under 4 MiB is always mapped). kMap (--mmap) and kRead (--no-mmap) force one.
+// not until its pages are evicted. So WeightLoading::kAuto, the default, maps the file, faults in 8 windows
+// of 2 MiB spread over it and keeps the mapping if each is mapped as one huge page, else reads (where the
+// kernel has transparent huge pages; a file under 4 MiB is always mapped). kMap (--mmap) and kRead (--no-mmap)
+// force one.
 //
 // Column slices, and views whose data would not be 32-byte aligned, are read whatever the mode. The header
 // is always read with ReadAt. Thread-safe: pread moves no shared file offset.
