@@ -104,10 +104,11 @@ class ServeFlagParser {
     for (PassThrough& p : coordinator_) {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
-    CLI::Option* no_mmap = app.add_flag("--no-mmap", no_mmap_, "read the weights into memory, in 2 MiB pages (the "
-                                        "default where the kernel has transparent huge pages)")
+    CLI::Option* no_mmap = app.add_flag("--no-mmap", no_mmap_, "always read the weights into memory, in 2 MiB pages "
+                                        "(by default they are mapped where the page cache gives 2 MiB pages)")
                                ->group("Worker group (tpserve-worker)");
-    app.add_flag("--mmap", mmap_, "use the weights in place from a mapping of the model file (the default elsewhere)")
+    app.add_flag("--mmap", mmap_, "always use the weights in place from a mapping of the model file, even where "
+                 "the page cache holds it in 4 KiB pages")
         ->group("Worker group (tpserve-worker)")
         ->excludes(no_mmap);
     app.add_flag("--no-prefix-cache", no_prefix_cache_, "never reuse cached prompt blocks")

@@ -143,7 +143,8 @@ Status Generate(const RunFlags& flags, const ModelFile* model, const StepFunctio
 
 Status Run(const RunFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
+  const WeightLoading loading = WeightLoadingFromFlags(flags.mmap, flags.no_mmap);
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, loading));
   ExecutorOptions options;
   options.num_threads = flags.threads;
   options.poll_us = flags.poll_us;

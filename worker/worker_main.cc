@@ -83,10 +83,11 @@ void AddFlags(CLI::App& app, WorkerFlags& f) {
 Status Serve(const WorkerFlags& flags) {
   RETURN_IF_ERROR(InitIsa().status());
   RETURN_IF_ERROR(CheckDeviceAvailable(flags.device));
-  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
+  const WeightLoading loading = WeightLoadingFromFlags(flags.mmap, flags.no_mmap);
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(flags.model, loading));
   std::unique_ptr<ModelFile> draft;
   if (!flags.draft_model.empty()) {
-    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model, WeightLoadingFromFlags(flags.mmap, flags.no_mmap)));
+    ASSIGN_OR_RETURN(draft, ModelFile::Open(flags.draft_model, loading));
   }
 
   GroupRuntimeOptions runtime;
