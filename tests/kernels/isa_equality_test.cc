@@ -108,8 +108,8 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
-    // Float weights: 300 columns are 18 whole chunks and a partial one, 60 three and a partial one (the decode
-    // path's chunk pairs, then a single chunk); 37 rows are two groups of 16 and a part.
+    // Float weights: 300 columns are 18 whole chunks and a partial one, 60 three and a partial one; 37 rows are
+    // two of the decode path's groups of 16 rows and a part.
     const std::vector<int64_t> cols_list =
         IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 60, 300};
     for (int64_t cols : cols_list) {

@@ -201,12 +201,12 @@ void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
 // ---- FixedPointFloatPanel ----
 
 constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (FixedDirectTokens)
-// FixedDirectTokens asks for the next group's 16 rows of 16-bit weights while it reads a group (a slice per chunk,
-// into L2) where a group is at most this. One thread, F16, weights cycled out of the cache, us per call without -> with (rows x
-// cols): SmolLM2's 1536 x 576 (a group 18 KB) 280-291 -> 195-213, 576 x 1536 (48 KB) 207-213 -> 184-196; the 1B
-// model's 8192 x 2048 (64 KB) 3098-3232 -> 3736-4005, so longer rows are left to the hardware prefetcher.
-// prefetcht0, or two groups ahead, did no better. F32 rows, whose chunks take a whole line, ran slower with it
-// (1536 x 576: 404 -> 462-486 us).
+// FixedDirectTokens asks for the next group's 16 rows of 16-bit weights while it reads a group (a slice per
+// chunk, into L2) where a group is at most this. One thread, F16, weights cycled out of the cache, us per call
+// without -> with (rows x cols): SmolLM2's 1536 x 576 (a group 18 KB) 280-291 -> 195-213, 576 x 1536 (48 KB)
+// 207-213 -> 184-196; the 1B model's 8192 x 2048 (64 KB) 3098-3232 -> 3736-4005, so longer rows are left to the
+// hardware prefetcher. prefetcht0, or two groups ahead, did no better. F32 rows, whose chunks take a whole line,
+// ran slower with it (1536 x 576: 404 -> 462-486 us).
 constexpr int64_t kDirectPrefetchBytes = 48 << 10;
 
 // NT tokens' sums over every chunk: sums[t][r] += RNE(S · 2^32) + kFixedTermBias per chunk, S the chunk's
@@ -265,10 +265,10 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
     for (int t = 0; t < NT; ++t) AddFixedTerms16(s[0][t], s[1][t], sums[t] + 16 * g);
   };
   const int64_t whole = tokens.whole;
+  const bool prefetch = Loader::kBytes == 2 && 16 * row_bytes <= kDirectPrefetchBytes;
   for (int g = 0; g < (num_rows + 15) / 16; ++g) {  // one group's 16 row streams at a time
     // The next group's rows, a slice per pass (tile_prefetch.h), where they fit beside this group's in L2.
     const uint8_t* next = w + (16 * g + 16) * row_bytes;
-    const bool prefetch = Loader::kBytes == 2 && 16 * row_bytes <= kDirectPrefetchBytes;
     for (int64_t j = 0; j < whole; ++j) {
       if (prefetch) PrefetchPanelSlice(next, 16 * row_bytes, j, whole);
       chunk(g, [&](int i) { return rows[i] + j * kPanelChunk * Loader::kBytes; },
