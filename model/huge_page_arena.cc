@@ -1,6 +1,7 @@
 #include "model/huge_page_arena.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -11,18 +12,25 @@
 
 namespace tpserve {
 
-// `bytes` of address space starting on a 2 MiB boundary (reserved with room to spare, the spare unmapped).
+void* MapAligned2MiB(size_t bytes, int prot) {
+  const size_t huge = HugePageArena::kPageBytes, reserved = bytes + huge;  // room to spare, the spare unmapped
+  void* p = ::mmap(nullptr, reserved, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  const auto raw = reinterpret_cast<uintptr_t>(p), end = raw + reserved;
+  const uintptr_t aligned = (raw + huge - 1) / huge * huge;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t used_end = (aligned + bytes + page - 1) / page * page;
+  if (aligned > raw) ::munmap(p, aligned - raw);
+  if (end > used_end) ::munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  return reinterpret_cast<void*>(aligned);
+}
+
+// `bytes` of address space starting on a 2 MiB boundary.
 struct HugePageArena::Region {
   explicit Region(size_t size) : bytes(size) {
-    const size_t reserved = bytes + kPageBytes;
-    void* p = ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    CHECK(p != MAP_FAILED) << "out of address space reserving " << reserved << " bytes for weights";
-    const auto raw = reinterpret_cast<uintptr_t>(p);
-    const uintptr_t aligned = (raw + kPageBytes - 1) / kPageBytes * kPageBytes;
-    if (aligned > raw) ::munmap(p, aligned - raw);
-    const uintptr_t end = raw + reserved;
-    if (end > aligned + bytes) ::munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
-    base = reinterpret_cast<uint8_t*>(aligned);
+    void* p = MapAligned2MiB(bytes, PROT_READ | PROT_WRITE);
+    CHECK(p != nullptr) << "out of address space reserving " << bytes << " bytes for weights";
+    base = static_cast<uint8_t*>(p);
     // Advice only: without transparent huge pages the region works in 4 KiB pages.
     ::madvise(base, bytes, MADV_HUGEPAGE);
   }

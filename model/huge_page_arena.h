@@ -46,6 +46,10 @@ class HugePageArena {
   size_t used_ = 0;                 // bytes of region_ handed out
 };
 
+// `bytes` of anonymous address space (MAP_NORESERVE) starting on a 2 MiB boundary, with protection `prot`; null
+// when out of address space. The caller unmaps it (munmap of the bytes), or maps over it with MAP_FIXED.
+void* MapAligned2MiB(size_t bytes, int prot);
+
 // The text after `key` (e.g. "FilePmdMapped:", "VmFlags:") in the /proc/self/smaps entry of the mapping that holds
 // `address`, leading blanks dropped; empty when there is no such mapping or line.
 std::string SmapsValue(const void* address, std::string_view key);

@@ -56,19 +56,12 @@ StatusOr<std::unique_ptr<TensorFile>> TensorFile::Open(const std::string& path, 
     const size_t size = static_cast<size_t>(file->size_);
     // Shared and read-only, as llama.cpp maps a model: the pages are the page cache's own. Starting on a
     // 2 MiB boundary, so that 2 MiB folios of the page cache can be mapped as huge pages.
-    const size_t huge = HugePageArena::kPageBytes;
-    void* reserved = ::mmap(nullptr, size + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (reserved != MAP_FAILED) {
-      const auto begin = reinterpret_cast<uintptr_t>(reserved), end = begin + size + huge;
-      const uintptr_t aligned = (begin + huge - 1) / huge * huge;
-      void* p = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+    void* reserved = MapAligned2MiB(size, PROT_NONE);
+    if (reserved != nullptr) {
+      void* p = ::mmap(reserved, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
       if (p == MAP_FAILED) {
-        ::munmap(reserved, size + huge);
-      } else {  // give back the reservation before and after the mapping
-        const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-        const uintptr_t mapped_end = (aligned + size + page - 1) / page * page;
-        if (aligned > begin) ::munmap(reserved, aligned - begin);
-        if (end > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), end - mapped_end);
+        ::munmap(reserved, size);
+      } else {
         ::madvise(p, size, MADV_HUGEPAGE);
         file->mapping_ =
             std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) { ::munmap(q, size); });
