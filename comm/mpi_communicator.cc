@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <utility>
 
 namespace tpserve {
 namespace {
@@ -39,7 +40,13 @@ Status MpiCommunicator::Finish(MPI_Request* request, const char* what,
   std::optional<SteadyClock::time_point> until;
   if (deadline) until = start + *deadline;
   Status status = WaitForRequest(request, options_.wait, until, what);
-  if (timed) collective_seconds_ += std::chrono::duration<double>(SteadyClock::now() - start).count();
+  if (timed) return Settle(std::move(status), start);
+  if (!status.ok()) broken_ = status;
+  return status;
+}
+
+Status MpiCommunicator::Settle(Status status, SteadyClock::time_point start) {
+  collective_seconds_ += std::chrono::duration<double>(SteadyClock::now() - start).count();
   if (!status.ok()) broken_ = status;
   return status;
 }
@@ -50,17 +57,25 @@ Status MpiCommunicator::AllReduceSum(int64_t* data, size_t count) {
   return AllReduceSumOf(data, count, MPI_INT64_T);
 }
 
+Status MpiCommunicator::AllReduceSumToFloat(const int64_t* partial, size_t count, float scale, float* out,
+                                            int64_t* tail) {
+  if (shm_ == nullptr) return Communicator::AllReduceSumToFloat(partial, count, scale, out, tail);
+  RETURN_IF_ERROR(broken_);
+  const SteadyClock::time_point start = SteadyClock::now();
+  return Settle(shm_->SumToFloat(partial, count, scale, out, tail, options_.wait, start + options_.deadline), start);
+}
+
+int64_t* MpiCommunicator::SumToFloatBuffer(size_t count) {
+  int64_t* slot = shm_ != nullptr ? shm_->NextSlot(count + 1) : nullptr;
+  return slot != nullptr ? slot : Communicator::SumToFloatBuffer(count);
+}
+
 template <class T>
 Status MpiCommunicator::AllReduceSumOf(T* data, size_t count, MPI_Datatype type) {
   RETURN_IF_ERROR(broken_);
   if (size_ == 1) return OkStatus();
   const SteadyClock::time_point start = SteadyClock::now();
-  if (shm_ != nullptr) {
-    Status status = shm_->Sum(data, count, options_.wait, start + options_.deadline);
-    collective_seconds_ += std::chrono::duration<double>(SteadyClock::now() - start).count();
-    if (!status.ok()) broken_ = status;
-    return status;
-  }
+  if (shm_ != nullptr) return Settle(shm_->Sum(data, count, options_.wait, start + options_.deadline), start);
   for (size_t offset = 0; offset < count; offset += kMaxChunk) {
     const int n = static_cast<int>(std::min(kMaxChunk, count - offset));
     MPI_Request request;

@@ -41,6 +41,8 @@ class MpiCommunicator : public Communicator {
 
   Status AllReduceSum(float* data, size_t count) override;               // data: [count]
   Status AllReduceSum(int64_t* data, size_t count) override;             // data: [count]
+  Status AllReduceSumToFloat(const int64_t* partial, size_t count, float scale, float* out, int64_t* tail) override;
+  int64_t* SumToFloatBuffer(size_t count) override;  // the shared-memory slot of the next round where it fits
   Status AllGather(const float* in, size_t count, float* out) override;  // in: [count], out: [size * count]
   Status Broadcast(void* data, size_t bytes, int root) override;
   Status Barrier() override;
@@ -66,6 +68,8 @@ class MpiCommunicator : public Communicator {
   // INT_MAX elements of `type`.
   template <class T>
   Status AllReduceSumOf(T* data, size_t count, MPI_Datatype type);
+  // The end of a shared-memory sum begun at `start`: its time counted, a failure kept in broken_.
+  Status Settle(Status status, SteadyClock::time_point start);
   // Waits for `request` under the deadline, accumulating collective_seconds when `timed`.
   Status Finish(MPI_Request* request, const char* what, std::optional<std::chrono::milliseconds> deadline,
                 bool timed, SteadyClock::time_point start);

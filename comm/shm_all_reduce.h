@@ -4,13 +4,13 @@
 // memcpy, which made a decode step's 60 all-reduces cost TP 2 17-21 % of its step (bench/README.md,
 // "Fixed-point float tiles: one term per chunk, and a shared-memory all-reduce").
 //
-// Each rank owns one slot: a header (two sequence numbers) and `slot_bytes` of data. A sum of up to
-// slot_bytes is one round: wait until every rank has finished reading the previous round's slots, copy
-// this rank's values into its slot, publish the round number (release), wait until every rank has
-// published it (acquire), then sum all slots element by element in rank order into the caller's buffer
-// and publish that this rank is done reading. Larger sums go in slot-sized rounds. Every rank adds
-// the same values in the same order, so float sums are bitwise equal on every rank; int64 sums are
-// exact (wrapping).
+// Each rank owns a header (the last round it posted) and two slots of `slot_bytes`, used by rounds in
+// turn. A sum of up to slot_bytes is one round: copy this rank's values into its slot of the round (none
+// when they are already there), publish the round number (release), wait until every rank has published
+// it (acquire), then sum all slots element by element in rank order into the caller's buffer. Larger sums
+// go in slot-sized rounds. A slot is free again two rounds later: every rank that published round r + 1
+// had finished reading round r. Every rank adds the same values in the same order, so float sums are
+// bitwise equal on every rank; int64 sums are exact (wrapping).
 //
 // Waits follow the communicator's WaitPolicy (poll with sched_yield, then sleeps; a PeerLiveness that
 // reports a peer gone ends them at once) under its deadline: a dead peer is an error, never a hang. The
@@ -43,6 +43,11 @@ class ShmAllReduce {
   // the caller must not call again.
   Status Sum(float* data, size_t count, const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline);
   Status Sum(int64_t* data, size_t count, const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline);
+  // Communicator::AllReduceSumToFloat's sum of data[count + 1]. Where data is NextSlot(count + 1), it is read there.
+  Status SumToFloat(const int64_t* data, size_t count, float scale, float* out, int64_t* tail,
+                    const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline);
+  // This rank's slot for the next round, free to write now, if `count` int64s fit in one round; else null.
+  int64_t* NextSlot(size_t count) const;
 
  private:
   struct Header;
@@ -50,12 +55,16 @@ class ShmAllReduce {
       : base_(static_cast<char*>(base)), mapped_bytes_(mapped_bytes), slot_bytes_(slot_bytes), rank_(rank),
         size_(size) {}
   Header& header(int rank) const;
-  char* slot(int rank) const;
+  char* slot(int rank, uint64_t round) const;
+  // The rounds of the sum of data[count]: consume(offset, sources, n) for each, the size_ slots holding
+  // elements [offset, offset + n) of every rank in rank order.
+  template <class T, class Consume>
+  Status SumRounds(const T* data, size_t count, const WaitPolicy& policy,
+                   std::optional<SteadyClock::time_point> deadline, Consume consume);
   template <class T>
-  Status SumOf(T* data, size_t count, const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline);
-  // Waits until every rank's `field` (posted or done) has reached `round`.
-  Status WaitForAll(uint64_t Header::*field, uint64_t round, const WaitPolicy& policy,
-                    std::optional<SteadyClock::time_point> deadline, const char* what) const;
+  Status SumInPlace(T* data, size_t count, const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline);
+  // Waits until every rank has posted `round`.
+  Status WaitForAll(uint64_t round, const WaitPolicy& policy, std::optional<SteadyClock::time_point> deadline) const;
 
   char* base_;
   size_t mapped_bytes_;

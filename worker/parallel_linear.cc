@@ -88,20 +88,20 @@ Status RowParallelLinear::Forward(const float* x, int64_t num_tokens, float* y, 
                                   Communicator& comm) const {
   if (num_tokens == 0) return OkStatus();
   const int64_t n = num_tokens * out_features_;
-  // [T * out_features + 1]: this rank's fixed-point partial products, then a count of the ranks
-  // whose input left the exact range — summed in the same all-reduce, so every rank sees it.
-  thread_local std::vector<int64_t> fixed;
-  fixed.resize(n + 1);
+  // [T * out_features + 1]: this rank's fixed-point partial products, then a count of the ranks whose
+  // input left the exact range, summed in the same all-reduce so that every rank sees it. Written where
+  // the communicator sums them (a shared-memory slot on one host: no copy).
+  int64_t* partial = comm.SumToFloatBuffer(static_cast<size_t>(n));
   const bool admitted = range_.Admits(x, num_tokens, pool);
   if (in_shard() == 0 || !admitted) {
-    std::fill(fixed.begin(), fixed.begin() + n, 0);  // a rank with no columns contributes zeros
+    std::fill(partial, partial + n, 0);  // a rank with no columns contributes zeros
   } else {
-    MatMulFixedPoint(weight_.matrix(), x, num_tokens, fixed.data(), pool);
+    MatMulFixedPoint(weight_.matrix(), x, num_tokens, partial, pool);
   }
-  fixed[n] = admitted ? 0 : 1;
-  RETURN_IF_ERROR(comm.AllReduceSum(fixed.data(), static_cast<size_t>(n + 1)));
-  if (fixed[n] != 0) return ForwardInFloat(x, num_tokens, y, pool, comm);
-  FixedPointToFloat(fixed.data(), n, y);
+  partial[n] = admitted ? 0 : 1;
+  int64_t num_outside = 0;
+  RETURN_IF_ERROR(comm.AllReduceSumToFloat(partial, static_cast<size_t>(n), 1.0f / kFixedPointScale, y, &num_outside));
+  if (num_outside != 0) return ForwardInFloat(x, num_tokens, y, pool, comm);
   return OkStatus();
 }
 

@@ -125,6 +125,37 @@ TEST(MpiCommunicatorTest, SharedMemorySumsFoldInRankOrderInEveryRoundSize) {
   }
 }
 
+// The row-parallel layers' sum to float, through shared memory in one round and in many, and through MPI
+// (no slot): out[i] is the f32 of the exact int64 sum times the scale, *tail the exact sum of the last
+// word, on every rank; from the communicator's own buffer (read in place where it is a shared slot) and
+// from the caller's, in consecutive calls (the slots alternate between rounds).
+TEST(MpiCommunicatorTest, SumToFloatIsTheExactSumRoundedOnce) {
+  for (size_t slot_bytes : {size_t{0}, size_t{4096}, MpiCommunicatorOptions().shared_memory_slot_bytes}) {
+    auto comm = MakeComm(std::chrono::milliseconds(30000), slot_bytes);
+    for (size_t count : {size_t{1}, size_t{511}, size_t{512}, size_t{36864}, size_t{300007}}) {
+      for (bool in_buffer : {true, false, true}) {
+        auto value = [&](int r, size_t i) -> int64_t {
+          return (r % 2 ? -1 : 1) * static_cast<int64_t>((i * 2654435761u + 97 * r + count) % (uint64_t{1} << 50));
+        };
+        std::vector<int64_t> own(count + 1);
+        int64_t* partial = in_buffer ? comm->SumToFloatBuffer(count) : own.data();
+        for (size_t i = 0; i < count; ++i) partial[i] = value(comm->rank(), i);
+        partial[count] = comm->rank() + 1;
+        std::vector<float> out(count);
+        int64_t tail = 0;
+        ASSERT_TRUE(comm->AllReduceSumToFloat(partial, count, 0x1p-32f, out.data(), &tail).ok());
+        EXPECT_EQ(tail, comm->size() * (comm->size() + 1) / 2);
+        for (size_t i = 0; i < count; ++i) {
+          int64_t sum = 0;
+          for (int r = 0; r < comm->size(); ++r) sum += value(r, i);
+          ASSERT_EQ(out[i], static_cast<float>(sum) * 0x1p-32f)
+              << "slot " << slot_bytes << " count " << count << " index " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(MpiCommunicatorTest, AllGatherConcatenatesInRankOrder) {
   auto comm = MakeComm();
   const size_t count = 333;
