@@ -165,8 +165,9 @@ void ExpectMatchesFloat64(const Problem& p, const std::vector<float>& out) {
   }
 }
 
-// A prefill chunk over 5 cached tokens, a decode at position 40, a fresh 3-token prefill, a decode at 0.
-const std::vector<SeqSpec> kMixed = {{5, 9}, {40, 1}, {0, 3}, {0, 1}};
+// A prefill chunk over 5 cached tokens, a decode at position 40, a fresh 3-token prefill, a decode at 0,
+// and a 37-token chunk over 3 cached ones (more than two runs of paged_attention.cc's longest item).
+const std::vector<SeqSpec> kMixed = {{5, 9}, {40, 1}, {0, 3}, {0, 1}, {3, 37}};
 
 TEST(PagedAttentionTest, MixedBatchMatchesFloat64ForGqaShapes) {
   struct Shape {
