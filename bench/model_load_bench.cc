@@ -117,7 +117,7 @@ void Report(const std::string& label, const std::string& path) {
   std::printf("%s (%s)\n", label.c_str(), path.c_str());
   for (WeightLoading loading : {WeightLoading::kAuto, WeightLoading::kMap, WeightLoading::kRead}) {
     const LoadResult r = MeasureLoad(path, loading);
-    const std::string how = loading == WeightLoading::kAuto ? "default (mapped if in 2 MiB pages, else read)"
+    const std::string how = loading == WeightLoading::kAuto ? "default (mapped in 2 MiB pages, the file read again if need be, else read)"
                             : loading == WeightLoading::kMap ? "--mmap (mapped)"
                                                              : "--no-mmap (pread into 2 MiB pages)";
     if (!r.ok) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,34 @@ bool MappedInHugePages(const uint8_t* base, size_t size) {
   }
   const std::string kb = SmapsValue(base, "FilePmdMapped:");  // "4096 kB": the whole mapping's
   return !kb.empty() && std::stoull(kb) * 1024 >= windows.size() * huge;
+}
+
+// Whether dropping the file's cached pages and reading it again can bring it back in 2 MiB folios: a local
+// block file system (ext4, XFS, Btrfs make large folios on recent kernels). Not tmpfs, whose pages are the
+// data, nor a network or FUSE one, where a drop would fetch the whole file again.
+bool OnLocalBlockFileSystem(int fd) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0) return false;
+  switch (static_cast<uint64_t>(fs.f_type)) {
+    case 0xEF53:      // ext2/3/4
+    case 0x58465342:  // XFS
+    case 0x9123683E:  // Btrfs
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Has the page cache read the file again, so that readahead into the MADV_HUGEPAGE mapping at `base` makes 2
+// MiB folios of it: this process's pages of it unmapped, dirty ones written back, the clean ones dropped (a
+// page another process maps stays), then the probe again. A file just written or copied (4 KiB folios until
+// evicted) costs one read from disk instead of a copy into fresh anonymous memory at every load.
+bool ReadAgainInHugeFolios(int fd, uint8_t* base, size_t size) {
+  if (::madvise(base, size, MADV_DONTNEED) != 0 || ::fdatasync(fd) != 0 ||
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) {
+    return false;
+  }
+  return MappedInHugePages(base, size);
 }
 
 }  // namespace
@@ -76,13 +105,21 @@ TensorFile::~TensorFile() { ::close(fd_); }  // the mapping lives on in any view
 bool TensorFile::UsesMapping() const {
   std::call_once(decided_, [&] {
     uses_mapping_ = mapping_ != nullptr;
-    if (uses_mapping_ && loading_ == WeightLoading::kAuto && size_ >= 2 * HugePageArena::kPageBytes &&
-        HugePageArena::Available() && !MappedInHugePages(mapping_.get(), static_cast<size_t>(size_))) {
-      uses_mapping_ = false;
-      mapping_.reset();  // no view was handed out yet
-      LOG(INFO) << path_ << ": the page cache holds (some of) it in 4 KiB pages, so its weights are read into "
-                << "2 MiB pages (--mmap maps them anyway)";
+    if (!uses_mapping_ || loading_ != WeightLoading::kAuto || size_ < 2 * HugePageArena::kPageBytes ||
+        !HugePageArena::Available()) {
+      return;
     }
+    uint8_t* base = mapping_.get();
+    const size_t size = static_cast<size_t>(size_);
+    if (MappedInHugePages(base, size)) return;
+    if (OnLocalBlockFileSystem(fd_) && ReadAgainInHugeFolios(fd_, base, size)) {
+      LOG(INFO) << path_ << ": the page cache held it in 4 KiB pages; read again from disk into 2 MiB ones";
+      return;
+    }
+    uses_mapping_ = false;
+    mapping_.reset();  // no view was handed out yet
+    LOG(INFO) << path_ << ": the page cache holds (some of) it in 4 KiB pages, so its weights are read into "
+              << "2 MiB pages (--mmap maps them anyway)";
   });
   return uses_mapping_;
 }

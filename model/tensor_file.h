@@ -13,9 +13,11 @@
 // (model/huge_page_arena.h). A mapping gets 2 MiB pages only where the page cache holds the file in 2 MiB
 // folios: a file read from disk with the hint does (readahead), one just written (downloaded, quantised) does
 // not until its pages are evicted. So WeightLoading::kAuto, the default, maps the file, faults in 8 windows
-// of 2 MiB spread over it and keeps the mapping if each is mapped as one huge page, else reads (where the
-// kernel has transparent huge pages; a file under 4 MiB is always mapped). kMap (--mmap) and kRead (--no-mmap)
-// force one.
+// of 2 MiB spread over it and keeps the mapping if each is mapped as one huge page. If not, on a local block
+// file system (ext4, XFS, Btrfs), it drops the file's cached pages (written back first; pages another process
+// maps stay) and probes again, which reads the file from disk into 2 MiB folios; if still not, it reads (all
+// this where the kernel has transparent huge pages; a file under 4 MiB is always mapped). kMap (--mmap) and
+// kRead (--no-mmap) force one.
 //
 // Column slices, and views whose data would not be 32-byte aligned, are read whatever the mode. The header
 // is always read with ReadAt. Thread-safe: pread moves no shared file offset.
@@ -33,7 +35,7 @@
 namespace tpserve {
 
 enum class WeightLoading {
-  kAuto,  // mapped where the page cache gives 2 MiB pages, else read (the default)
+  kAuto,  // mapped where the page cache gives 2 MiB pages (after reading the file again if need be), else read
   kMap,   // whole-row slices are views of a read-only mapping of the file (--mmap)
   kRead,  // every slice is pread into 2 MiB pages (--no-mmap)
 };
@@ -41,7 +43,8 @@ enum class WeightLoading {
 // --mmap's and --no-mmap's help, for the programs that load a model (llama.cpp's flags).
 inline constexpr const char* kMmapHelp =
     "use the weights in place from a read-only mapping of the model file, even where the page cache holds it in "
-    "4 KiB pages (by default it is then read into 2 MiB pages, in which decode runs faster)";
+    "4 KiB pages (by default it is then read again from disk, or read into memory, in 2 MiB pages: decode runs "
+    "faster in them)";
 inline constexpr const char* kNoMmapHelp =
     "read the weights into memory, in 2 MiB pages where the kernel gives them, even where a mapping would have "
     "them (a file truncated under the running process then cannot SIGBUS it)";

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fstream>
 #include <iterator>
@@ -303,8 +306,8 @@ void CopyInWrites(const std::string& from, const std::string& path, size_t big) 
 // The default loading never serves weights from a mapping in 4 KiB pages where the kernel has huge pages: a
 // view it hands out lies in 2 MiB pages of the page cache (nine tenths of the mapping's resident bytes, at
 // least), else the weights are read (into 2 MiB pages); either way they are the file's bytes. The file's cache
-// is made all 4 KiB folios, then 8 MiB of one write and the rest of 4 KiB ones: on this kernel the first is
-// read, the second too (the part in small folios), where one window in the middle took it for huge pages.
+// is made all 4 KiB folios, then 8 MiB of one write and the rest of 4 KiB ones (where one window in the middle
+// took it for huge pages).
 TEST(GgufTest, DefaultLoadingViewsOnlyHugePages) {
   const std::string written = TempPath("big_written"), path = TempPath("big");
   const HostTensor big = RandomTensor(DType::kF32, 4096, 1024, 5);  // 16 MiB
@@ -330,6 +333,58 @@ TEST(GgufTest, DefaultLoadingViewsOnlyHugePages) {
     }
     std::remove(path.c_str());
   }
+  std::remove(written.c_str());
+}
+
+// Whether `path`'s file system brings a file back in 2 MiB page-cache folios once its cached pages are dropped
+// and it is read again through a MADV_HUGEPAGE mapping (what the default loading does with a file in 4 KiB ones).
+bool RereadComesBackInHugeFolios(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  struct stat st;
+  const size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+  void* reserved = size > 0 ? MapAligned2MiB(size, PROT_NONE) : nullptr;
+  bool huge = false;
+  if (reserved != nullptr && ::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0) {
+    void* p = ::mmap(reserved, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (p != MAP_FAILED && ::madvise(p, size, MADV_HUGEPAGE) == 0 && ::madvise(p, size, MADV_POPULATE_READ) == 0) {
+      const std::string pmd = SmapsValue(p, "FilePmdMapped:");
+      huge = !pmd.empty() && std::stoull(pmd) * 1024 + HugePageArena::kPageBytes >= size;
+    }
+  }
+  if (reserved != nullptr) ::munmap(reserved, size);
+  ::close(fd);
+  return huge;
+}
+
+// A file just written in 4 KiB writes (as a download or a copy leaves it) is read again from disk by the
+// default loading, where the file system allows, and then served from views in 2 MiB pages of the page cache.
+TEST(GgufTest, DefaultLoadingReadsAFreshFileAgainInto2MiBFolios) {
+  if (!HugePageArena::Available()) GTEST_SKIP() << "no transparent huge pages";
+  const std::string written = TempPath("fresh_written"), path = TempPath("fresh");
+  const HostTensor big = RandomTensor(DType::kF32, 4096, 1024, 6);  // 16 MiB
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  w.AddTensor("w.big", DType::kF32, {4096, 1024});
+  ASSERT_TRUE(w.Open(written).ok());
+  ASSERT_TRUE(w.WriteTensor(big).ok());
+  ASSERT_TRUE(w.Finish().ok());
+  if (!RereadComesBackInHugeFolios(written)) {
+    std::remove(written.c_str());
+    GTEST_SKIP() << ::testing::TempDir() << " does not bring files back in 2 MiB folios";
+  }
+  CopyInWrites(written, path, 0);
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  StatusOr<HostTensor> a = (*file)->Read("w.big");
+  StatusOr<HostTensor> b = (*file)->Read("w.big");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes()));
+  ASSERT_EQ(a->data.get(), b->data.get()) << "read into memory, not mapped";
+  const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
+  ASSERT_FALSE(pmd.empty() || rss.empty());
+  EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9) << pmd << " of " << rss << " in 2 MiB pages";
+  std::remove(path.c_str());
   std::remove(written.c_str());
 }
 
