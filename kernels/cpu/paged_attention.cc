@@ -139,13 +139,19 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
   }
 }
 
-// The items of a batch: runs of one sequence's consecutive tokens, per KV head its query heads in groups.
-// Runs are as long as still give every thread two items (later tokens of a prefill attend to more keys),
-// groups as large as still give every thread one (GQA models read each KV block once per group instead of
-// once per head, prefills once per run instead of once per token).
+// The items of a batch and the thread lane that runs each. Items are runs of one sequence's consecutive
+// tokens, per KV head its query heads in groups. Runs are as long as still give every thread two items
+// (later tokens of a prefill attend to more keys), groups as large as still give every thread one (GQA models
+// read each KV block once per group instead of once per head, prefills once per run instead of once per
+// token); the items are then dealt round-robin. Where there are fewer runs than threads (a decode of one or
+// two sequences) and still not two items per thread, whole KV groups would leave threads idle or
+// overloaded (SmolLM2 at batch 1: 3 groups of 3 heads on 2 threads, 6 heads against 3), so each run's heads
+// in KV-head order are split into one contiguous range per thread instead, and a range into an item per KV
+// head it touches (4 heads against 5, each thread reading 2 KV heads).
 struct AttendPlan {
   std::vector<int32_t> heads_by_kv;  // the query heads of KV head 0, then of 1, ..., each in head order
-  std::vector<AttendItem> items;     // pointing into heads_by_kv
+  std::vector<AttendItem> items;     // pointing into heads_by_kv, lane by lane
+  std::vector<int64_t> lane_begin;   // lane L runs items [lane_begin[L], lane_begin[L + 1])
 };
 
 // The runs of at most max_tokens consecutive tokens of one sequence, as (first token, count).
@@ -159,6 +165,15 @@ std::vector<std::pair<int64_t, int64_t>> TokenRuns(const PagedAttentionArgs& a, 
     }
   }
   return runs;
+}
+
+// The items of heads [begin, end) of heads_by_kv for one run: one per KV head the range touches.
+void AddHeadRange(const std::vector<int64_t>& kv_begin, int64_t begin, int64_t end, int64_t t, int64_t count,
+                  AttendPlan* plan) {
+  for (int64_t kvh = 0; kvh + 1 < static_cast<int64_t>(kv_begin.size()); ++kvh) {
+    const int64_t from = std::max(begin, kv_begin[kvh]), to = std::min(end, kv_begin[kvh + 1]);
+    if (from < to) plan->items.push_back({t, count, kvh, plan->heads_by_kv.data() + from, to - from});
+  }
 }
 
 AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
@@ -185,16 +200,36 @@ AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
     run_tokens /= 2;
     runs = TokenRuns(a, run_tokens);
   }
-  int64_t group = min_heads;
   const int64_t num_runs = static_cast<int64_t>(runs.size());
+  if (threads > 1 && num_runs < threads && num_runs * a.num_kv_heads < wanted) {
+    for (int64_t lane = 0; lane < threads; ++lane) {
+      plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));
+      for (const auto& [t, count] : runs) {
+        AddHeadRange(kv_begin, a.num_heads * lane / threads, a.num_heads * (lane + 1) / threads, t, count, &plan);
+      }
+    }
+    plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));
+    return plan;
+  }
+  int64_t group = min_heads;
   while (group > 1 && num_runs * a.num_kv_heads * ((min_heads + group - 1) / group) < threads) --group;
+  std::vector<AttendItem> items;
   for (const auto& [t, count] : runs) {
     for (int64_t kvh = 0; kvh < a.num_kv_heads; ++kvh) {
       for (int64_t h = kv_begin[kvh]; h < kv_begin[kvh + 1]; h += group) {
-        plan.items.push_back({t, count, kvh, plan.heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
+        items.push_back({t, count, kvh, plan.heads_by_kv.data() + h, std::min(group, kv_begin[kvh + 1] - h)});
       }
     }
   }
+  // Round-robin: within a prefill chunk later tokens attend to more keys, so contiguous ranges would leave
+  // the first thread idle.
+  const int64_t num_items = static_cast<int64_t>(items.size());
+  const int64_t lanes = std::min(num_items, threads);
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));
+    for (int64_t i = lane; i < num_items; i += lanes) plan.items.push_back(items[i]);
+  }
+  plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));
   return plan;
 }
 
@@ -211,16 +246,14 @@ void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
         << "token " << t << " at position " << args.positions[t] << " is past its block table";
   }
   const AttendPlan plan = MakePlan(args, pool->num_threads());
-  const std::vector<AttendItem>& items = plan.items;
-  // Items are dealt round-robin: within a prefill chunk later tokens attend to more keys, so
-  // contiguous ranges would leave the first thread idle. Which thread runs an item never changes
-  // its arithmetic.
-  const int64_t num_items = static_cast<int64_t>(items.size());
-  const int64_t lanes = std::min<int64_t>(num_items, pool->num_threads());
+  // Which lane runs an item never changes its arithmetic.
+  const int64_t lanes = static_cast<int64_t>(plan.lane_begin.size()) - 1;
   pool->ParallelFor(lanes, [&](int64_t begin, int64_t end) {
     thread_local AttendScratch scratch;
     for (int64_t lane = begin; lane < end; ++lane) {
-      for (int64_t i = lane; i < num_items; i += lanes) AttendGroup(args, items[i], &scratch);
+      for (int64_t i = plan.lane_begin[lane]; i < plan.lane_begin[lane + 1]; ++i) {
+        AttendGroup(args, plan.items[i], &scratch);
+      }
     }
   });
 }
