@@ -112,7 +112,9 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     }
   };
   for_blocks(a.k_cache, [&](int64_t i, int64_t from, int64_t count, const float* k, int64_t stride) {
-    for (int64_t h = 0; h < g; ++h) kernels.dot_rows(query(i, h), k, stride, count, D, scores(i, h) + (from - first[i]));
+    for (int64_t h = 0; h < g; ++h) {
+      kernels.dot_rows(query(i, h), k, stride, count, D, scores(i, h) + (from - first[i]));
+    }
   });
   float inv_sum[kMaxItemTokens][kMaxGroupHeads];
   for (int64_t i = 0; i < n; ++i) {
@@ -205,7 +207,8 @@ AttendPlan MakePlan(const PagedAttentionArgs& a, int64_t threads) {
     for (int64_t lane = 0; lane < threads; ++lane) {
       plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));
       for (const auto& [t, count] : runs) {
-        AddHeadRange(kv_begin, a.num_heads * lane / threads, a.num_heads * (lane + 1) / threads, t, count, &plan);
+        const int64_t begin = a.num_heads * lane / threads, end = a.num_heads * (lane + 1) / threads;
+        AddHeadRange(kv_begin, begin, end, t, count, &plan);
       }
     }
     plan.lane_begin.push_back(static_cast<int64_t>(plan.items.size()));

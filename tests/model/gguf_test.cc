@@ -290,6 +290,16 @@ INSTANTIATE_TEST_SUITE_P(MapAndRead, GgufLoadingTest,
 
 // `path` as a copy of `from`: its first `big` bytes in one write, the rest 4 KiB at a time. Small writes leave
 // the page cache in 4 KiB folios (large writes may give 2 MiB ones).
+// A llama GGUF holding the one tensor `t` under `name`.
+Status WriteOneTensor(const std::string& path, const std::string& name, const HostTensor& t) {
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  w.AddTensor(name, t.type, {t.rows, t.cols});
+  RETURN_IF_ERROR(w.Open(path));
+  RETURN_IF_ERROR(w.WriteTensor(t));
+  return w.Finish();
+}
+
 void CopyInWrites(const std::string& from, const std::string& path, size_t big) {
   std::ifstream in(from, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -311,12 +321,7 @@ void CopyInWrites(const std::string& from, const std::string& path, size_t big) 
 TEST(GgufTest, DefaultLoadingViewsOnlyHugePages) {
   const std::string written = TempPath("big_written"), path = TempPath("big");
   const HostTensor big = RandomTensor(DType::kF32, 4096, 1024, 5);  // 16 MiB
-  GgufWriter w;
-  w.SetString("general.architecture", "llama");
-  w.AddTensor("w.big", DType::kF32, {4096, 1024});
-  ASSERT_TRUE(w.Open(written).ok());
-  ASSERT_TRUE(w.WriteTensor(big).ok());
-  ASSERT_TRUE(w.Finish().ok());
+  ASSERT_TRUE(WriteOneTensor(written, "w.big", big).ok());
   for (size_t big_prefix : {size_t{0}, size_t{8} << 20}) {
     CopyInWrites(written, path, big_prefix);
     StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
@@ -363,12 +368,7 @@ TEST(GgufTest, DefaultLoadingReadsAFreshFileAgainInto2MiBFolios) {
   if (!HugePageArena::Available()) GTEST_SKIP() << "no transparent huge pages";
   const std::string written = TempPath("fresh_written"), path = TempPath("fresh");
   const HostTensor big = RandomTensor(DType::kF32, 4096, 1024, 6);  // 16 MiB
-  GgufWriter w;
-  w.SetString("general.architecture", "llama");
-  w.AddTensor("w.big", DType::kF32, {4096, 1024});
-  ASSERT_TRUE(w.Open(written).ok());
-  ASSERT_TRUE(w.WriteTensor(big).ok());
-  ASSERT_TRUE(w.Finish().ok());
+  ASSERT_TRUE(WriteOneTensor(written, "w.big", big).ok());
   if (!RereadComesBackInHugeFolios(written)) {
     std::remove(written.c_str());
     GTEST_SKIP() << ::testing::TempDir() << " does not bring files back in 2 MiB folios";
