@@ -105,7 +105,8 @@ class ServeFlagParser {
       app.add_option(p.flag, p.value, p.help)->group("Coordinator (tpserve-coordinator)");
     }
     CLI::Option* no_mmap = app.add_flag("--no-mmap", no_mmap_, "always read the weights into memory, in 2 MiB pages "
-                                        "(by default they are mapped where the page cache gives 2 MiB pages)")
+                                        "(by default they are mapped in 2 MiB pages, the file read again from disk "
+                                        "where the page cache held it in 4 KiB ones)")
                                ->group("Worker group (tpserve-worker)");
     app.add_flag("--mmap", mmap_, "always use the weights in place from a mapping of the model file, even where "
                  "the page cache holds it in 4 KiB pages")
