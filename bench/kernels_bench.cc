@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -25,6 +27,7 @@
 #include "common/thread_pool.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_fixed_point.h"
+#include "model/huge_page_arena.h"
 
 #if defined(__AVX512F__) || defined(__FMA__)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -109,7 +112,13 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   }
   const int64_t cycled = bench::BytesPastCache(int64_t{quick ? 96 : 192} << 20);
   const int64_t copies = std::max<int64_t>(1, cycled / weight_bytes + 1);
-  std::vector<std::vector<uint8_t>> weights(copies, one);
+  // In 2 MiB pages, as the engine holds a model's weights (model/huge_page_arena.h).
+  HugePageArena arena;
+  std::vector<std::shared_ptr<uint8_t>> weights;
+  for (int64_t i = 0; i < copies; ++i) {
+    weights.push_back(arena.Allocate(weight_bytes));
+    std::memcpy(weights.back().get(), one.data(), weight_bytes);
+  }
 
   const int64_t max_tokens = quick ? 128 : 512;
   std::vector<float> x(max_tokens * c.cols), y(max_tokens * c.rows);
@@ -119,7 +128,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   // fixed-point sums (the row-parallel layers: attention output, FFN down).
   std::vector<int64_t> y_fixed(max_tokens * c.rows);
   const auto print_decode = [&](const char* sums, auto multiply) {
-    const auto decode = [&](int64_t copy) { multiply(WeightMatrix{type, c.rows, c.cols, weights[copy].data()}); };
+    const auto decode = [&](int64_t copy) { multiply(WeightMatrix{type, c.rows, c.cols, weights[copy].get()}); };
     const bench::CallTimes times = bench::TimeCalls(quick ? 0.2 : 0.5, 2 * copies, pool->num_threads(),
                                                     [&](int64_t call) { decode(call % copies); });
     const double median = times.median_s, cpu_per_call = times.cpu_per_call;
@@ -144,7 +153,7 @@ void BenchType(DType type, const Case& c, double triad_gbs, double peak_gflops, 
   const auto best_of_3 = [&](auto multiply) {
     double best = 1e30, best_cpu = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
-      const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].data()};
+      const WeightMatrix w{type, c.rows, c.cols, weights[rep % copies].get()};
       const auto t0 = Clock::now();
       const double cpu0 = bench::ProcessCpuSeconds();
       multiply(w);

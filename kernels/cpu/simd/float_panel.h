@@ -34,6 +34,7 @@
 #include "kernels/cpu/simd/transpose_avx2.h"
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 #include "kernels/cpu/simd/panel_rows_avx512.h"
+#include "kernels/cpu/simd/words_avx512.h"
 #else
 #include "kernels/cpu/simd/panel_rows_avx2.h"
 #endif
@@ -235,7 +236,8 @@ void FixedPanelTokens(const PackedPanel<false, kFixedPanelRows>& packed, const u
 
 // Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, 16 at a
 // time, each chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two
-// row octets' side by side. Rows past num_rows repeat the last row (their sums are never read).
+// row octets' side by side. Rows past num_rows repeat the last row (their sums are never read). 16-bit weights
+// on AVX-512 take FixedDirectWords instead.
 template <class Loader, int NT>
 void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                        int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
@@ -286,11 +288,59 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// FixedDirectTokens for 16-bit weights on AVX-512: each chunk's 16 rows transposed as words (words_avx512.h),
+// one zmm chain per token for all 16, the sums in registers over a group's chunks. The same chains. One thread,
+// weights in 2 MiB pages cycled from memory, 1536 x 576 and 576 x 1536 F16: 172-178 -> 131-140 us (the float
+// sums' tiles: 121-135 for the first), BF16 169-178 -> 154-162. Two chunks' chains interleaved ran slower.
+template <class Loader, int NT>
+void FixedDirectWords(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
+                      int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
+  const TokenRows<NT> tokens(x, x_stride, cols);
+  const uint8_t* rows[kFixedPanelRows];
+  for (int i = 0; i < kFixedPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
+  const int64_t whole = tokens.whole;
+  const bool prefetch = 16 * row_bytes <= kDirectPrefetchBytes;
+  for (int g = 0; g < (num_rows + 15) / 16; ++g) {  // one group's 16 row streams at a time
+    PanelSumsOf<1> acc[NT];
+    auto chunk = [&](auto w_at, auto x_at) __attribute__((always_inline)) {
+      __m512i t[8];
+      TransposeWords16(w_at, t);
+      PanelRowsOf<1> s[NT];
+      for (int c = 0; c < kPanelChunk; ++c) {
+        const PanelRowsOf<1> wc{{WidenWords<Loader::kType>(t[c % 8], c / 8)}};
+        for (int i = 0; i < NT; ++i) s[i] = c == 0 ? Mul(wc, x_at(i) + c) : Fma(wc, x_at(i) + c, s[i]);
+      }
+      for (int i = 0; i < NT; ++i) acc[i].Add(s[i], nullptr);
+    };
+    const uint8_t* next = w + (16 * g + 16) * row_bytes;
+    for (int64_t j = 0; j < whole; ++j) {
+      if (prefetch) PrefetchPanelSlice(next, 16 * row_bytes, j, whole);
+      chunk([&](int i) { return rows[16 * g + i] + j * kPanelChunk * Loader::kBytes; },
+            [&](int i) { return tokens.xt[i] + j * kPanelChunk; });
+    }
+    if (whole * kPanelChunk < cols) {
+      alignas(32) uint8_t tail[16][kPanelChunk * 2] = {};
+      for (int i = 0; i < 16; ++i) {
+        std::memcpy(tail[i], rows[16 * g + i] + whole * kPanelChunk * 2, (cols - whole * kPanelChunk) * 2);
+      }
+      chunk([&](int i) { return static_cast<const uint8_t*>(tail[i]); },
+            [&](int i) { return static_cast<const float*>(tokens.tail[i]); });
+    }
+    for (int i = 0; i < NT; ++i) acc[i].Finish(sums[i] + 16 * g);
+  }
+}
+#endif
+
 template <class Loader>
 void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                           int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
-  static constexpr auto kDirect = ByTokenCount<kFixedPackMinTokens - 1>(
-      [](auto nt) { return &FixedDirectTokens<Loader, decltype(nt)::value>; });
+  static constexpr auto kDirect = ByTokenCount<kFixedPackMinTokens - 1>([](auto nt) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    if constexpr (Loader::kBytes == 2) return &FixedDirectWords<Loader, decltype(nt)::value>;
+#endif
+    return &FixedDirectTokens<Loader, decltype(nt)::value>;
+  });
   static constexpr auto kTokens =
       ByTokenCount<kFixedPanelTokens>([](auto nt) { return &FixedPanelTokens<decltype(nt)::value>; });
   const bool direct = num_tokens < kFixedPackMinTokens;

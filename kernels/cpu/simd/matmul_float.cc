@@ -38,16 +38,19 @@ constexpr int64_t kLanes = 16;  // the canonical accumulator width
 // Loads 8 weights at p as f32 (the AVX2 float tile and every SIMD fixed-point tile).
 struct Load8F32 {
   static constexpr int kBytes = 4;
+  static constexpr DType kType = DType::kF32;
   static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
 };
 struct Load8F16 {
   static constexpr int kBytes = 2;
+  static constexpr DType kType = DType::kF16;
   static __m256 Load(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
 struct Load8BF16 {
   static constexpr int kBytes = 2;
+  static constexpr DType kType = DType::kBF16;
   static __m256 Load(const uint8_t* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
