@@ -66,10 +66,9 @@ struct TileTable {
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of panel_rows rows for
 // its panel_min_tokens tokens or more where it has them; for up to rows_max_tokens tokens its row function,
-// where it has one, then tiles for the rows it left; else tiles of up to 4 tokens, row blocks kept hot in cache across
-// token tiles (decode's float weights too: 4-row tiles beat one row at a time on the Xeon of bench/README.md's
-// "AVX-512 float panels", SmolLM2 F16 tg at 2 threads 60 -> 65 tok/s). y: [T, rows] with row stride y_stride
-// (= rows). Instantiated for float and int64_t.
+// where it has one (AVX-512's float weights: one row at a time, simd/matmul_float.cc), then tiles for the rows it
+// left; else tiles of up to 4 tokens, row blocks kept hot in cache across token tiles. y: [T, rows] with row stride
+// y_stride (= rows). Instantiated for float and int64_t.
 template <class Out>
 void RunTiles(const TileTable<Out>& table, const uint8_t* w, int64_t row_bytes, int64_t row_begin, int64_t row_end,
               const uint8_t* x, int64_t x_stride, int64_t num_tokens, int64_t cols, Out* y, int64_t y_stride);
