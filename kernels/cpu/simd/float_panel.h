@@ -14,7 +14,7 @@
 //   the rows.
 // - FixedPointFloatPanel: per chunk and output one fma chain over the chunk's columns, RNE(S · 2^32) added
 //   in int64, kFixedPanelTokens tokens × the panel's rows at a time; below kFixedPackMinTokens tokens it
-//   reads the rows in place, 16 at a time.
+//   reads the rows in place, 16 at a time (AVX2; AVX-512 decodes through fixed_row_stream_avx512.h).
 // A zero-padded last chunk reads zero-padded copies of the tokens' last activations: its padding
 // operations (fma(0, 0, lane): -0 becomes +0) are done as the tiles do them.
 #pragma once
@@ -34,7 +34,6 @@
 #include "kernels/cpu/simd/transpose_avx2.h"
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 #include "kernels/cpu/simd/panel_rows_avx512.h"
-#include "kernels/cpu/simd/words_avx512.h"
 #else
 #include "kernels/cpu/simd/panel_rows_avx2.h"
 #endif
@@ -202,6 +201,11 @@ void FloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t
 // ---- FixedPointFloatPanel ----
 
 constexpr int64_t kFixedPackMinTokens = 4;  // fewer read the rows in place (FixedDirectTokens)
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+inline constexpr bool kFixedDirect = false;  // fewer tokens take FixedRowStream (fixed_row_stream_avx512.h)
+#else
+inline constexpr bool kFixedDirect = true;
+#endif
 // FixedDirectTokens asks for the next group's 16 rows of 16-bit weights while it reads a group (a slice per
 // chunk, into L2) where a group is at most this. One thread, F16, weights cycled out of the cache, us per call
 // without -> with (rows x cols): SmolLM2's 1536 x 576 (a group 18 KB) 280-291 -> 195-213, 576 x 1536 (48 KB)
@@ -237,7 +241,7 @@ void FixedPanelTokens(const PackedPanel<false, kFixedPanelRows>& packed, const u
 // Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, 16 at a
 // time, each chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two
 // row octets' side by side. Rows past num_rows repeat the last row (their sums are never read). 16-bit weights
-// on AVX-512 take FixedDirectWords instead.
+// on AVX-512 take FixedRowStream (fixed_row_stream_avx512.h) instead.
 template <class Loader, int NT>
 void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                        int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
@@ -288,62 +292,12 @@ void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const 
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
-// FixedDirectTokens for 16-bit weights on AVX-512: each chunk's 16 rows transposed as words (words_avx512.h),
-// one zmm chain per token for all 16, the sums in registers over a group's chunks. The same chains. One thread,
-// weights in 2 MiB pages cycled from memory, 1536 x 576 and 576 x 1536 F16: 172-178 -> 131-140 us (the float
-// sums' tiles: 121-135 for the first), BF16 169-178 -> 154-162. Two chunks' chains interleaved ran slower.
-template <class Loader, int NT>
-void FixedDirectWords(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
-                      int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
-  const TokenRows<NT> tokens(x, x_stride, cols);
-  const uint8_t* rows[kFixedPanelRows];
-  for (int i = 0; i < kFixedPanelRows; ++i) rows[i] = w + std::min(i, num_rows - 1) * row_bytes;
-  const int64_t whole = tokens.whole;
-  const bool prefetch = 16 * row_bytes <= kDirectPrefetchBytes;
-  for (int g = 0; g < (num_rows + 15) / 16; ++g) {  // one group's 16 row streams at a time
-    PanelSumsOf<1> acc[NT];
-    auto chunk = [&](auto w_at, auto x_at) __attribute__((always_inline)) {
-      __m512i t[8];
-      TransposeWords16(w_at, t);
-      PanelRowsOf<1> s[NT];
-      for (int c = 0; c < kPanelChunk; ++c) {
-        const PanelRowsOf<1> wc{{WidenWords<Loader::kType>(t[c % 8], c / 8)}};
-        for (int i = 0; i < NT; ++i) s[i] = c == 0 ? Mul(wc, x_at(i) + c) : Fma(wc, x_at(i) + c, s[i]);
-      }
-      for (int i = 0; i < NT; ++i) acc[i].Add(s[i], nullptr);
-    };
-    const uint8_t* next = w + (16 * g + 16) * row_bytes;
-    for (int64_t j = 0; j < whole; ++j) {
-      if (prefetch) PrefetchPanelSlice(next, 16 * row_bytes, j, whole);
-      chunk([&](int i) { return rows[16 * g + i] + j * kPanelChunk * Loader::kBytes; },
-            [&](int i) { return tokens.xt[i] + j * kPanelChunk; });
-    }
-    if (whole * kPanelChunk < cols) {
-      alignas(32) uint8_t tail[16][kPanelChunk * 2] = {};
-      for (int i = 0; i < 16; ++i) {
-        std::memcpy(tail[i], rows[16 * g + i] + whole * kPanelChunk * 2, (cols - whole * kPanelChunk) * 2);
-      }
-      chunk([&](int i) { return static_cast<const uint8_t*>(tail[i]); },
-            [&](int i) { return static_cast<const float*>(tokens.tail[i]); });
-    }
-    for (int i = 0; i < NT; ++i) acc[i].Finish(sums[i] + 16 * g);
-  }
-}
-#endif
-
 template <class Loader>
 void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                           int64_t num_tokens, int64_t cols, int64_t* y, int64_t y_stride) {
-  static constexpr auto kDirect = ByTokenCount<kFixedPackMinTokens - 1>([](auto nt) {
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
-    if constexpr (Loader::kBytes == 2) return &FixedDirectWords<Loader, decltype(nt)::value>;
-#endif
-    return &FixedDirectTokens<Loader, decltype(nt)::value>;
-  });
   static constexpr auto kTokens =
       ByTokenCount<kFixedPanelTokens>([](auto nt) { return &FixedPanelTokens<decltype(nt)::value>; });
-  const bool direct = num_tokens < kFixedPackMinTokens;
+  const bool direct = kFixedDirect && num_tokens < kFixedPackMinTokens;
   PackedPanel<false, kFixedPanelRows> packed{};
   if (!direct) packed = PackPanel<Loader, false, kFixedPanelRows>(w, row_bytes, num_rows, cols);
   // Every term carried one kFixedTermBias.
@@ -361,7 +315,11 @@ void FixedPointFloatPanel(const uint8_t* w, int64_t row_bytes, int num_rows, con
       }
     }
     if (direct) {
-      kDirect[nt - 1](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);
+      if constexpr (kFixedDirect) {
+        static constexpr auto kDirect = ByTokenCount<kFixedPackMinTokens - 1>(
+            [](auto n) { return &FixedDirectTokens<Loader, decltype(n)::value>; });
+        kDirect[nt - 1](w, row_bytes, num_rows, x + t * x_stride, x_stride, cols, sums);
+      }
     } else {
       kTokens[nt - 1](packed, x + t * x_stride, x_stride, cols, sums);
     }

@@ -28,6 +28,9 @@
 #include "kernels/cpu/simd/float_panel.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 #endif
+#if TPSERVE_MATMUL_AVX512
+#include "kernels/cpu/simd/fixed_row_stream_avx512.h"
+#endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
@@ -299,7 +302,13 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 #if TPSERVE_FIXED_POINT_AVX2
 template <class Loader>
 TileTable<int64_t> MakeFixedPointTable() {
-  return TileTable<int64_t>{{}, FixedPointFloatPanel<Loader>, nullptr, 1, kFixedPanelRows};
+  TileTable<int64_t> table{{}, FixedPointFloatPanel<Loader>, nullptr, 1, kFixedPanelRows};
+#if TPSERVE_MATMUL_AVX512
+  table.rows = FixedRowStream<Loader::kType>;  // decode: one stream through the rows
+  table.rows_max_tokens = kFixedStreamMaxTokens;
+  table.panel_min_tokens = kFixedStreamMaxTokens + 1;
+#endif
+  return table;
 }
 using Lane8F32 = Load8F32;
 using Lane8F16 = Load8F16;

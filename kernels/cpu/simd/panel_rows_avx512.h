@@ -67,15 +67,15 @@ struct PanelRowsOf {
 using FloatRows = PanelRowsOf<kFloatPanelRows / 16>;
 using FixedRows = PanelRowsOf<kFixedPanelRows / 16>;
 
-// The fixed-point int64 sums of one token's 16 · kParts rows, in registers over the chunks: Add(s, _) adds
-// RNE(s_r · 2^32) (AVX-512DQ's direct conversion; kFixedTermBias is 0), Finish(sums) adds them to the sums
-// in memory. PanelSums: the panel's rows.
-template <int kParts>
-struct PanelSumsOf {
-  PanelSumsOf() {
+// The fixed-point panel's int64 sums of one token's rows, in registers over the panel's chunks:
+// Add(s, _) adds RNE(s_r · 2^32) (AVX-512DQ's direct conversion; kFixedTermBias is 0), Finish(sums) adds
+// them to the sums in memory.
+struct PanelSums {
+  static constexpr int kParts = kFixedPanelRows / 16;
+  PanelSums() {
     for (__m512i& x : v) x = _mm512_setzero_si512();
   }
-  void Add(const PanelRowsOf<kParts>& s, int64_t*) {
+  void Add(const FixedRows& s, int64_t*) {
     constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     const __m512 scale = _mm512_set1_ps(0x1p32f);
     for (int h = 0; h < kParts; ++h) {
@@ -93,7 +93,6 @@ struct PanelSumsOf {
   }
   __m512i v[2 * kParts];  // rows 8i..8i+7
 };
-using PanelSums = PanelSumsOf<kFixedPanelRows / 16>;
 
 template <int kParts>
 inline PanelRowsOf<kParts> operator+(PanelRowsOf<kParts> a, PanelRowsOf<kParts> b) {

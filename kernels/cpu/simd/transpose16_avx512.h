@@ -1,10 +1,8 @@
-// Internal to float_panel.h, the AVX-512 level: 16 rows × 16 columns of 16-bit weights (F16, BF16)
-// transposed as words, then widened to f32 one column at a time, with the rows in lanes.
-//
-// The fixed-point decode (FixedDirectTokens) needs each chunk column's 16 rows side by side. Widening each
-// row to f32 first and transposing 8 × 8 blocks of f32 took about 200 vector operations per 256 weights
-// (2 per 8-weight conversion, 24 per block, an fma per 8 rows); the words take 32 shuffles and a widening per
-// column of 16 rows, about 100 with the fmas (figures at FixedDirectWords, float_panel.h).
+// Internal to the AVX-512 level's fixed-point decode (fixed_row_stream_avx512.h): 16 runs of 16 weights
+// transposed, the runs in lanes. 16-bit weights (F16, BF16) are transposed as words and then widened to f32 one
+// position at a time: widening each run first and transposing 8 × 8 blocks of f32 (the AVX2 panels' way) takes
+// about 200 vector operations per 256 weights, the words 32 shuffles and a widening per position, about 100
+// with the fmas. F32 weights take 64 shuffles per 256.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +12,8 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
-// row_at(i) (i < 16): row i's 16 words of the chunk. t[c] (c < 8): column c's 16 words in its low 256 bits,
-// column c + 8's in its high ones, rows in order.
+// row_at(i) (i < 16): run i's 16 words. t[c] (c < 8): word c of every run in its low 256 bits, word c + 8 of
+// every run in its high ones, runs in order. (Below, a run is a "row" and a word position a "column".)
 template <class RowAt>
 inline void TransposeWords16(RowAt row_at, __m512i (&t)[8]) {
   // z[i]'s 128-bit lanes: row i's columns 0-7, row i + 8's 0-7, row i's 8-15, row i + 8's 8-15.
@@ -42,6 +40,31 @@ inline void TransposeWords16(RowAt row_at, __m512i (&t)[8]) {
   for (int m = 0; m < 4; ++m) {  // lanes: rows 0-7 and 8-15 of column 2m (+1), then of column 2m (+1) + 8
     t[2 * m] = _mm512_unpacklo_epi64(v[m], v[4 + m]);
     t[2 * m + 1] = _mm512_unpackhi_epi64(v[m], v[4 + m]);
+  }
+}
+
+// r[i] (i < 16): run i's 16 f32 → r[c]: position c of every run, runs in order.
+inline void TransposeFloats16(__m512 (&r)[16]) {
+  __m512 a[16], b[16];
+  for (int k = 0; k < 8; ++k) {  // in each 128-bit lane L: runs 2k and 2k + 1 at positions 4L..4L + 3
+    a[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; ++k) {  // b[4k + m], lane L: runs 4k..4k + 3 at position 4L + m
+    for (int h = 0; h < 2; ++h) {
+      const __m512d lo = _mm512_castps_pd(a[4 * k + h]), hi = _mm512_castps_pd(a[4 * k + 2 + h]);
+      b[4 * k + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      b[4 * k + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+  }
+  for (int m = 0; m < 4; ++m) {  // position 4L + m: lane L of b[m], b[4 + m], b[8 + m], b[12 + m]
+    const __m512 even0 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x88), odd0 = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xdd);
+    const __m512 even1 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x88);
+    const __m512 odd1 = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xdd);
+    r[m] = _mm512_shuffle_f32x4(even0, even1, 0x88);
+    r[8 + m] = _mm512_shuffle_f32x4(even0, even1, 0xdd);
+    r[4 + m] = _mm512_shuffle_f32x4(odd0, odd1, 0x88);
+    r[12 + m] = _mm512_shuffle_f32x4(odd0, odd1, 0xdd);
   }
 }
 
