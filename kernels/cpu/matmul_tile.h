@@ -66,7 +66,7 @@ struct TileTable {
 
 // Runs rows [row_begin, row_end) against all num_tokens: the table's panels of panel_rows rows for
 // its panel_min_tokens tokens or more where it has them; for up to rows_max_tokens tokens its row function,
-// where it has one (AVX-512's float weights: one row at a time, simd/matmul_float.cc), then tiles for the rows it
+// where it has one (float weights: one row at a time, simd/matmul_float.cc), then tiles for the rows it
 // left; else tiles of up to 4 tokens, row blocks kept hot in cache across token tiles. y: [T, rows] with row stride
 // y_stride (= rows). Instantiated for float and int64_t.
 template <class Out>

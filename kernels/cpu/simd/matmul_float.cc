@@ -129,36 +129,19 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
     for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(acc[r][t]);
 }
 
-// One token (decode): the rows one at a time, FloatTile<Loader, 1, 1>'s arithmetic, as one sequential stream
-// through memory that asks for the line kStreamAhead bytes on (the next rows' where this one ends). One fma
-// chain per row is enough beside memory (4 cycles per 16 weights), and one stream goes faster than the four
-// of the 4-row tiles: one thread, weights in 2 MiB pages cycled from memory, us per call, 4-row tiles ->
-// this: F16 576 x 1536 125-134 -> 110, 1536 x 576 144-207 -> 103, 2048 x 8192 2814-2880 -> 2014 (110 % of
-// the one-core triad); the engine's SmolLM2 decode at one thread F32 25.2 -> 28.0 tok/s, F16 45.6-48.2 ->
-// 48.3-49.3; at two threads F32 45.7-48.0 -> 51.3-52.1, F16 unchanged.
-constexpr int64_t kStreamAhead = 2048;
-
+// One row's 16 lanes for FloatRowStream (below): FloatTile<Loader, 1, 1>'s.
 template <class Loader>
-int64_t FloatRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t, int64_t,
-                       int64_t cols, float* y, int64_t) {
-  const auto* xt = reinterpret_cast<const float*>(x);
-  const int64_t whole = cols / kLanes * kLanes;
-  const auto mask = static_cast<__mmask16>((1u << (cols - whole)) - 1);
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const uint8_t* row = w + r * row_bytes;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t k = 0; k < whole; k += kLanes) {
-      const int64_t at = k * Loader::kBytes;
-      if (at % 64 == 0) PrefetchLine(reinterpret_cast<const char*>(row) + at + kStreamAhead);
-      acc = _mm512_fmadd_ps(Loader::Load(row, k), _mm512_loadu_ps(xt + k), acc);
-    }
-    if (whole < cols) {  // the tail chunk: masked-off lanes load 0
-      acc = _mm512_fmadd_ps(Loader::Tail(row, whole, mask), _mm512_maskz_loadu_ps(mask, xt + whole), acc);
-    }
-    y[r] = Fold16(acc);
+struct RowChains {
+  __m512 acc = _mm512_setzero_ps();
+  void Add(const uint8_t* row, int64_t k, const float* xt) {
+    acc = _mm512_fmadd_ps(Loader::Load(row, k), _mm512_loadu_ps(xt + k), acc);
   }
-  return num_rows;
-}
+  void AddTail(const uint8_t* row, int64_t k, int64_t cols, const float* xt) {  // masked-off lanes load 0
+    const auto mask = static_cast<__mmask16>((1u << (cols - k)) - 1);
+    acc = _mm512_fmadd_ps(Loader::Tail(row, k, mask), _mm512_maskz_loadu_ps(mask, xt + k), acc);
+  }
+  float Fold() const { return Fold16(acc); }
+};
 #elif TPSERVE_FIXED_POINT_AVX2
 // AVX2: the 16 lanes in two 8-lane halves, columns k..k+7 (lo) and k+8..k+15 (hi) of each chunk; a tail
 // chunk goes through a zero-padded copy. One token takes both halves per chunk; several take the halves in
@@ -248,6 +231,26 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
       for (int r = 0; r < NR; ++r) y[t * y_stride + r] = Fold16(lo[r][t], hi[r][t]);
   }
 }
+
+// One row's 16 lanes for FloatRowStream: columns k..k+7 of each chunk in lo, k+8..k+15 in hi (FloatTile's
+// halves); a tail chunk through zero-padded copies.
+template <class Loader>
+struct RowChains {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  void Chunk(const uint8_t* wk, const float* xk) {
+    lo = _mm256_fmadd_ps(Loader::Load(wk), _mm256_loadu_ps(xk), lo);
+    hi = _mm256_fmadd_ps(Loader::Load(wk + 8 * Loader::kBytes), _mm256_loadu_ps(xk + 8), hi);
+  }
+  void Add(const uint8_t* row, int64_t k, const float* xt) { Chunk(row + k * Loader::kBytes, xt + k); }
+  void AddTail(const uint8_t* row, int64_t k, int64_t cols, const float* xt) {
+    alignas(32) uint8_t wtail[kLanes * 4] = {};
+    alignas(32) float xtail[kLanes] = {};
+    std::memcpy(wtail, row + k * Loader::kBytes, (cols - k) * Loader::kBytes);
+    std::memcpy(xtail, xt + k, (cols - k) * sizeof(float));
+    Chunk(wtail, xtail);
+  }
+  float Fold() const { return Fold16(lo, hi); }
+};
 #else
 // Portable: the canonical order itself, 16 scalar lanes per output.
 struct LoadF32 {
@@ -289,6 +292,37 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
       y[t * y_stride + r] = Fold16(acc);
     }
   }
+}
+#endif
+
+#if TPSERVE_FIXED_POINT_AVX2
+// One token (decode): the rows one at a time, FloatTile<Loader, 1, 1>'s arithmetic, as one sequential stream
+// through memory that asks for the line kStreamAhead bytes on (the next rows' where this one ends). One fma
+// chain per row is enough beside memory (4 cycles per 16 weights), and one stream goes faster than the four
+// of the 4-row tiles: one thread, weights in 2 MiB pages cycled from memory, us per call, 4-row tiles ->
+// this (AVX-512): F16 576 x 1536 125-134 -> 110, 1536 x 576 144-207 -> 103, 2048 x 8192 2814-2880 -> 2014 (110 %
+// of the one-core triad); the engine's SmolLM2 decode at one thread F32 25.2 -> 28.0 tok/s, F16 45.6-48.2 ->
+// 48.3-49.3; at two threads F32 45.7-48.0 -> 51.3-52.1, F16 unchanged. The AVX2 level on the same host, one
+// thread: F32 20.1-20.7 -> 23.0-23.3, F16 38.3-39.6 -> 40.0-40.7.
+constexpr int64_t kStreamAhead = 2048;
+
+template <class Loader>
+int64_t FloatRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t, int64_t,
+                       int64_t cols, float* y, int64_t) {
+  const auto* xt = reinterpret_cast<const float*>(x);
+  const int64_t whole = cols / kLanes * kLanes;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const uint8_t* row = w + r * row_bytes;
+    RowChains<Loader> chains;
+    for (int64_t k = 0; k < whole; k += kLanes) {
+      const int64_t at = k * Loader::kBytes;
+      if (at % 64 == 0) PrefetchLine(reinterpret_cast<const char*>(row) + at + kStreamAhead);
+      chains.Add(row, k, xt);
+    }
+    if (whole < cols) chains.AddTail(row, whole, cols, xt);
+    y[r] = chains.Fold();
+  }
+  return num_rows;
 }
 #endif
 
@@ -353,7 +387,7 @@ using Lane8BF16 = LoadBF16;
 // Loader feeds the tiles, PanelLoader the panels' packing (8 weights at a time).
 template <class Loader, class PanelLoader>
 TileTable<float> MakeTable() {
-#if TPSERVE_MATMUL_AVX512
+#if TPSERVE_FIXED_POINT_AVX2
   constexpr RowsFn<float> kRows = FloatRowStream<Loader>;
 #else
   constexpr RowsFn<float> kRows = nullptr;
