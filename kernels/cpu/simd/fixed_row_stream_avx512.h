@@ -2,9 +2,9 @@
 // tokens) of float weights (F32, F16, BF16) as one stream through the rows, one row at a time.
 //
 // A fixed-point output is a sum of one f32 fma chain per 16-column chunk (matmul_float.cc). Here the lanes are
-// a row's chunks: a block of 256 columns is 16 chunks, its words transposed (transpose16_avx512.h) so that vector c
-// holds column c of each chunk, against the tokens' activations transposed the same way once per call. The
-// chains, their RNE(S · 2^32) and the int64 sums are the panels' (order-free integers).
+// a row's chunks: a block of 256 columns is 16 chunks, its weights transposed (transpose16_avx512.h) so that
+// vector c holds column c of each chunk, against the tokens' activations transposed the same way once per
+// call. The chains, their RNE(S · 2^32) and the int64 sums are the panels' (order-free integers).
 //
 // The panels' direct path (FixedDirectTokens) reads 16 rows at once: 16 streams, where one is faster here (the
 // float rows too: FloatRowStream). One thread, weights in 2 MiB pages cycled from memory, us per call, 16 rows
@@ -82,8 +82,10 @@ void Rows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const float* xt
       constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
       for (int i = 0; i < NT; ++i) {
         const __m512 scaled = _mm512_mul_ps(s[i], _mm512_set1_ps(0x1p32f));
-        sums[i][0] = _mm512_add_epi64(sums[i][0], _mm512_cvt_roundps_epi64(_mm512_castps512_ps256(scaled), kNearest));
-        sums[i][1] = _mm512_add_epi64(sums[i][1], _mm512_cvt_roundps_epi64(_mm512_extractf32x8_ps(scaled, 1), kNearest));
+        const __m512i lo = _mm512_cvt_roundps_epi64(_mm512_castps512_ps256(scaled), kNearest);
+        const __m512i hi = _mm512_cvt_roundps_epi64(_mm512_extractf32x8_ps(scaled, 1), kNearest);
+        sums[i][0] = _mm512_add_epi64(sums[i][0], lo);
+        sums[i][1] = _mm512_add_epi64(sums[i][1], hi);
       }
     };
     constexpr int64_t kBytes = kBlockBytes<kType>;
@@ -97,7 +99,9 @@ void Rows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const float* xt
       std::memcpy(tail, row + whole * kBytes, (cols - whole * kBlockCols) * (kBytes / kBlockCols));
       block(tail, whole);
     }
-    for (int i = 0; i < NT; ++i) y[i * y_stride + r] = _mm512_reduce_add_epi64(_mm512_add_epi64(sums[i][0], sums[i][1]));
+    for (int i = 0; i < NT; ++i) {
+      y[i * y_stride + r] = _mm512_reduce_add_epi64(_mm512_add_epi64(sums[i][0], sums[i][1]));
+    }
   }
 }
 

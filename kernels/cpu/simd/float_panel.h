@@ -240,8 +240,8 @@ void FixedPanelTokens(const PackedPanel<false, kFixedPanelRows>& packed, const u
 
 // Fewer tokens than repay the packing (decode): NT tokens against the panel's rows read in place, 16 at a
 // time, each chunk's 8 × 8 blocks transposed in registers; the same chains as FixedPanelTokens, the two
-// row octets' side by side. Rows past num_rows repeat the last row (their sums are never read). 16-bit weights
-// on AVX-512 take FixedRowStream (fixed_row_stream_avx512.h) instead.
+// row octets' side by side. Rows past num_rows repeat the last row (their sums are never read). AVX2 only: on
+// AVX-512 every float type decodes through FixedRowStream (kFixedDirect).
 template <class Loader, int NT>
 void FixedDirectTokens(const uint8_t* w, int64_t row_bytes, int num_rows, const uint8_t* x, int64_t x_stride,
                        int64_t cols, int64_t (*sums)[kFixedPanelRows]) {
