@@ -288,8 +288,6 @@ INSTANTIATE_TEST_SUITE_P(MapAndRead, GgufLoadingTest,
                                                                                  : "NoMmap");
                          });
 
-// `path` as a copy of `from`: its first `big` bytes in one write, the rest 4 KiB at a time. Small writes leave
-// the page cache in 4 KiB folios (large writes may give 2 MiB ones).
 // A llama GGUF holding the one tensor `t` under `name`.
 Status WriteOneTensor(const std::string& path, const std::string& name, const HostTensor& t) {
   GgufWriter w;
@@ -300,6 +298,8 @@ Status WriteOneTensor(const std::string& path, const std::string& name, const Ho
   return w.Finish();
 }
 
+// `path` as a copy of `from`: its first `big` bytes in one write, the rest 4 KiB at a time. Small writes leave
+// the page cache in 4 KiB folios (large writes may give 2 MiB ones).
 void CopyInWrites(const std::string& from, const std::string& path, size_t big) {
   std::ifstream in(from, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
