@@ -104,6 +104,34 @@ TEST_P(IsaEqualityTest, RandomBlockBytesEqualPortableBitwise) {
   }
 }
 
+// A row's infinite scale spoils that row's output only: the decode stream (quant_row_stream_avx512.h)
+// reads the bytes after a row's last blocks into its padding lanes.
+TEST_P(IsaEqualityTest, InfiniteScaleStaysInItsRow) {
+  std::mt19937 rng(5);
+  ThreadPool pool(1);
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+    const int64_t rows = 3, cols = 96;  // 3 blocks: one short of the stream's 4
+    TestWeights w = MakeTestWeights(type, rows, cols, &rng);
+    const uint16_t inf = F32ToFp16(INFINITY);
+    std::memcpy(w.bytes.data() + DTypeRowBytes(type, cols), &inf, 2);  // row 1, block 0: d (its first field)
+    const std::vector<float> x = RandomActivations(cols, &rng);
+    std::vector<float> want(rows), got(rows);
+    std::vector<int64_t> want_fixed(rows), got_fixed(rows);
+    RunAt(Isa::kPortable, [&] {
+      MatMul(w.matrix(), x.data(), 1, want.data(), &pool);
+      MatMulFixedPoint(w.matrix(), x.data(), 1, want_fixed.data(), &pool);
+    });
+    RunAt(GetParam(), [&] {
+      MatMul(w.matrix(), x.data(), 1, got.data(), &pool);
+      MatMulFixedPoint(w.matrix(), x.data(), 1, got_fixed.data(), &pool);
+    });
+    for (int64_t r : {0, 2}) {
+      EXPECT_EQ(std::memcmp(&want[r], &got[r], sizeof(float)), 0) << DTypeName(type) << " row " << r;
+      EXPECT_EQ(want_fixed[r], got_fixed[r]) << DTypeName(type) << " row " << r;
+    }
+  }
+}
+
 TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   std::mt19937 rng(77);
   ThreadPool pool(2);

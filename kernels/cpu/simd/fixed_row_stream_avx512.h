@@ -31,7 +31,6 @@ inline constexpr int64_t kFixedStreamMaxTokens = 3;
 namespace fixed_row_stream {
 
 constexpr int64_t kBlockCols = 256;  // 16 chunks of 16 columns, one per lane
-constexpr int64_t kAhead = 2048;     // bytes the stream asks for ahead of its reads
 template <DType kType>
 constexpr int64_t kBlockBytes = kBlockCols * (kType == DType::kF32 ? 4 : 2);
 
@@ -90,7 +89,7 @@ void Rows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const float* xt
     };
     constexpr int64_t kBytes = kBlockBytes<kType>;
     for (int64_t b = 0; b < whole; ++b) {
-      const char* ahead = reinterpret_cast<const char*>(row) + b * kBytes + kAhead;
+      const char* ahead = reinterpret_cast<const char*>(row) + b * kBytes + kStreamAhead;
       for (int64_t off = 0; off < kBytes; off += 64) PrefetchLine(ahead + off);
       block(row + b * kBytes, b);
     }

@@ -304,8 +304,6 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 // of the one-core triad); the engine's SmolLM2 decode at one thread F32 25.2 -> 28.0 tok/s, F16 45.6-48.2 ->
 // 48.3-49.3; at two threads F32 45.7-48.0 -> 51.3-52.1, F16 unchanged. The AVX2 level on the same host, one
 // thread: F32 20.1-20.7 -> 23.0-23.3, F16 38.3-39.6 -> 40.0-40.7.
-constexpr int64_t kStreamAhead = 2048;
-
 template <class Loader>
 int64_t FloatRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t, int64_t,
                        int64_t cols, float* y, int64_t) {

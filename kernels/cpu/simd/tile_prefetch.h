@@ -30,6 +30,10 @@ inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 (%0)" : : "r"
 // The same into L2 only (prefetcht1).
 inline void PrefetchLineL2(const char* p) { asm volatile("prefetcht1 (%0)" : : "r"(p)); }
 
+// How far ahead of its reads a decode stream through the rows (one row at a time, in address order) asks
+// for lines: matmul_float.cc's FloatRowStream, fixed_row_stream_avx512.h, quant_row_stream_avx512.h.
+inline constexpr int64_t kStreamAhead = 2048;
+
 // A panel's passes over its tokens (quant_panel.h, float_panel.h) ask for the next panel's rows, `bytes` from
 // `next`, a slice per pass: slice `pass` of `passes`. They arrive from memory while the tokens pass over this
 // panel; its unpack or packing waited on them before (SmolLM2 Q4_1 decode at B = 64: 15 % of the step, the
