@@ -12,8 +12,8 @@
 // Decode streams every weight once per step, and from 4 KiB pages it runs much slower than from 2 MiB ones
 // (model/huge_page_arena.h). A mapping gets 2 MiB pages only where the page cache holds the file in 2 MiB
 // folios: a file read from disk with the hint does (readahead), one just written (downloaded, quantised) does
-// not until its pages are evicted. So WeightLoading::kAuto, the default, maps the file, faults in 8 windows
-// of 2 MiB spread over it and keeps the mapping if each is mapped as one huge page. If not, on a local block
+// not until its pages are evicted. So WeightLoading::kAuto, the default, maps the file, faults it all in and
+// keeps the mapping if nine tenths of its 2 MiB windows are mapped as huge pages. If not, on a local block
 // file system (ext4, XFS, Btrfs), it drops the file's cached pages (written back first; pages another process
 // maps stay) and probes again, which reads the file from disk into 2 MiB folios; if still not, it reads (all
 // this where the kernel has transparent huge pages; a file under 4 MiB is always mapped). kMap (--mmap) and

@@ -388,6 +388,75 @@ TEST(GgufTest, DefaultLoadingReadsAFreshFileAgainInto2MiBFolios) {
   std::remove(written.c_str());
 }
 
+// Bytes of `path` in 2 MiB pages once it is all faulted in through a MADV_HUGEPAGE mapping, after `populate`
+// (the mapping's address) has run: 0 where the mapping cannot be made.
+template <class Populate>
+size_t HugeBytesAfter(const std::string& path, Populate populate) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  const size_t size = fd >= 0 && ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+  void* reserved = size > 0 ? MapAligned2MiB(size, PROT_NONE) : nullptr;
+  size_t huge = 0;
+  if (reserved != nullptr) {
+    void* p = ::mmap(reserved, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (p != MAP_FAILED && ::madvise(p, size, MADV_HUGEPAGE) == 0) {
+      populate(static_cast<uint8_t*>(p), size);
+      const std::string pmd = SmapsValue(p, "FilePmdMapped:");
+      huge = pmd.empty() ? 0 : std::stoull(pmd) * 1024;
+    }
+    ::munmap(reserved, size);
+  }
+  if (fd >= 0) ::close(fd);
+  return huge;
+}
+
+// A file whose cache is 2 MiB folios in some windows and 4 KiB pages in the rest, the huge ones exactly where a
+// probe of a few spread windows would look (the loader's, before this test: 8 windows at the odd sixteenths of
+// the file), is read again by the default loading and served from 2 MiB pages.
+TEST(GgufTest, DefaultLoadingLooksAtEveryWindow) {
+  if (!HugePageArena::Available()) GTEST_SKIP() << "no transparent huge pages";
+  const std::string written = TempPath("mixed_written"), path = TempPath("mixed");
+  const HostTensor big = RandomTensor(DType::kF32, 10240, 1024, 7);  // 40 MiB: 20 whole windows
+  ASSERT_TRUE(WriteOneTensor(written, "w.big", big).ok());
+  if (!RereadComesBackInHugeFolios(written)) {
+    std::remove(written.c_str());
+    GTEST_SKIP() << ::testing::TempDir() << " does not bring files back in 2 MiB folios";
+  }
+  CopyInWrites(written, path, 0);  // all 4 KiB folios
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  const size_t window = HugePageArena::kPageBytes;
+  HugeBytesAfter(path, [&](uint8_t* p, size_t size) {  // the odd sixteenths' windows dropped and read again
+    ::madvise(p, size, MADV_RANDOM);                   // each fault reads its own window, not the next one too
+    for (size_t i = 0; i < 8; ++i) {
+      const size_t at = (size - window) / 16 * (2 * i + 1) / window * window;
+      ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(window), POSIX_FADV_DONTNEED);
+      ::madvise(p + at, window, MADV_POPULATE_READ);
+    }
+  });
+  ::close(fd);
+  const size_t huge = HugeBytesAfter(path, [](uint8_t* p, size_t size) { ::madvise(p, size, MADV_POPULATE_READ); });
+  if (huge != 8 * window) {
+    std::remove(path.c_str());
+    std::remove(written.c_str());
+    GTEST_SKIP() << "could not lay out the mixed cache: " << huge << " bytes in 2 MiB pages";
+  }
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  StatusOr<HostTensor> a = (*file)->Read("w.big");
+  StatusOr<HostTensor> b = (*file)->Read("w.big");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes()));
+  if (a->data.get() == b->data.get()) {  // views of the mapping
+    const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
+    ASSERT_FALSE(pmd.empty() || rss.empty());
+    EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9) << pmd << " of " << rss << " in 2 MiB pages";
+  }
+  std::remove(path.c_str());
+  std::remove(written.c_str());
+}
+
 // The header is read through a window of the file: metadata longer than the window (one string
 // and one string array each over 1 MiB) and the tensor table after it read back exactly.
 TEST(GgufTest, HeaderLargerThanTheReadWindowRoundTrips) {
