@@ -40,10 +40,10 @@ inline __m512i RowGroups() { return _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2,
 // Q5_0/Q5_1: 0x10 in the bytes whose fifth bit is set. Bit j of row r's 32-bit qh is value j of the row:
 // bits 0..15 go to `lo`'s lane r, 16..31 to `hi`'s.
 inline void AddFifthBits(const uint8_t* qh, int64_t stride, __m512i* lo, __m512i* hi) {
-  uint32_t bits[4];
-  for (int r = 0; r < 4; ++r) std::memcpy(&bits[r], qh + r * stride, 4);
-  const __m512i rows = _mm512_permutexvar_epi32(RowGroups(),
-                                                _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits))));
+  // Inserted lane by lane: four 32-bit stores read back as one vector would miss store forwarding.
+  const __m128i bits = _mm_setr_epi32(LoadI32(qh), LoadI32(qh + stride), LoadI32(qh + 2 * stride),
+                                      LoadI32(qh + 3 * stride));
+  const __m512i rows = _mm512_permutexvar_epi32(RowGroups(), _mm512_castsi128_si512(bits));
   // Byte j of a lane takes byte j / 8 of its qh half, then tests bit j % 8.
   const __m512i lo_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
   const __m512i hi_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202, 0x0303030303030303,

@@ -56,8 +56,12 @@ class QuadReader {
       if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) {
         AddFifthBits(blk + offsetof(Block, qh), row_bytes_, &q.lo, &q.hi);
       }
-      q.d = Load4Half(blk, row_bytes_);
-      if constexpr (MinKindOf(kType) == MinKind::kOffset) q.m = Load4Half(blk + offsetof(Block, m), row_bytes_);
+      if constexpr (MinKindOf(kType) == MinKind::kOffset) {
+        static_assert(offsetof(Block, m) == offsetof(Block, d) + 2);
+        Load4HalfPairs(blk + offsetof(Block, d), row_bytes_, &q.d, &q.m);
+      } else {
+        q.d = Load4Half(blk, row_bytes_);
+      }
     } else {
       const int s = static_cast<int>(b % 8);  // the 32-value group of the super-block
       if (s == 0) DecodeScales(b / 8);
