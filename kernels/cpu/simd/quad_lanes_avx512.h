@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"

@@ -19,6 +19,14 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
+// The block of the 32-value block types (the K-quants' is a super-block of 256).
+template <DType kType>
+using BlockOf = std::conditional_t<
+    kType == DType::kQ8_0, BlockQ8_0,
+    std::conditional_t<kType == DType::kQ4_0, BlockQ4_0,
+                       std::conditional_t<kType == DType::kQ4_1, BlockQ4_1,
+                                          std::conditional_t<kType == DType::kQ5_0, BlockQ5_0, BlockQ5_1>>>>;
+
 // One block of four rows.
 struct QuadBlock {
   QuadVec lo, hi;  // values 0..15 and 16..31, row r in 128-bit lane r (Q8_0: signed, the others unsigned)
@@ -45,10 +53,7 @@ class QuadReader {
       q.d = Load4Half(blk, row_bytes_);
     } else if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
                          kType == DType::kQ5_1) {
-      using Block = std::conditional_t<
-          kType == DType::kQ4_0, BlockQ4_0,
-          std::conditional_t<kType == DType::kQ4_1, BlockQ4_1,
-                             std::conditional_t<kType == DType::kQ5_0, BlockQ5_0, BlockQ5_1>>>;
+      using Block = BlockOf<kType>;
       const uint8_t* blk = w_ + b * static_cast<int64_t>(sizeof(Block));
       const QuadVec packed = Load4x16(blk + offsetof(Block, qs), row_bytes_);
       q.lo = ShiftMask(packed, 0, 0x0f);

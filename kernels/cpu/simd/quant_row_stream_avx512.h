@@ -21,7 +21,6 @@
 //   keep the quads there (HasRowStream).
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +33,7 @@
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/fixed_point_lanes.h"
-#include "kernels/cpu/simd/quad_lanes_avx512.h"
+#include "kernels/cpu/simd/quad_reader.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
@@ -46,13 +45,6 @@ constexpr bool HasRowStream() {
   return kType == DType::kQ8_0 || kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
          kType == DType::kQ5_1;
 }
-
-template <DType kType>
-using StreamBlock = std::conditional_t<
-    kType == DType::kQ8_0, BlockQ8_0,
-    std::conditional_t<kType == DType::kQ4_0, BlockQ4_0,
-                       std::conditional_t<kType == DType::kQ4_1, BlockQ4_1,
-                                          std::conditional_t<kType == DType::kQ5_0, BlockQ5_0, BlockQ5_1>>>>;
 
 // The token's four blocks 4j..4j+3: their halves and (biased types) bias sums in lanes 0..3 of a QuadAct,
 // their d_a and Σa; zero past the row's last block.
@@ -136,7 +128,7 @@ struct StreamSum {
 template <DType kType, class Out>
 int64_t QuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8Act* act,
                        int64_t num_blocks, Out* y) {
-  constexpr int64_t kBlock = sizeof(StreamBlock<kType>);
+  constexpr int64_t kBlock = sizeof(BlockOf<kType>);
   const int64_t whole = num_blocks / 4, tail = num_blocks % 4;
   thread_local std::vector<StreamAct> acts;  // [ceil(cols / 128)], reused across calls
   if (static_cast<int64_t>(acts.size()) < whole + 1) acts.resize(whole + 1);
