@@ -313,6 +313,34 @@ void CopyInWrites(const std::string& from, const std::string& path, size_t big) 
   }
 }
 
+// Reads "w.big" from `path` twice with the default loading and expects `big`'s bytes; where the two reads share
+// their data (views of the mapping), expects nine tenths of the mapping's resident bytes in 2 MiB pages.
+// Returns whether they were views.
+bool LoadsFromHugePages(const std::string& path, const HostTensor& big, const std::string& what) {
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) {
+    ADD_FAILURE() << file.status().ToString();
+    return false;
+  }
+  StatusOr<HostTensor> a = (*file)->Read("w.big");
+  StatusOr<HostTensor> b = (*file)->Read("w.big");
+  if (!a.ok() || !b.ok()) {
+    ADD_FAILURE() << "read failed: " << what;
+    return false;
+  }
+  EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes())) << what;
+  const bool views = a->data.get() == b->data.get();
+  if (views && HugePageArena::Available()) {
+    const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
+    EXPECT_FALSE(pmd.empty() || rss.empty()) << what;
+    if (!pmd.empty() && !rss.empty()) {
+      EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9)
+          << "a mapping mostly in 4 KiB pages (" << pmd << " of " << rss << "): " << what;
+    }
+  }
+  return views;
+}
+
 // The default loading never serves weights from a mapping in 4 KiB pages where the kernel has huge pages: a
 // view it hands out lies in 2 MiB pages of the page cache (nine tenths of the mapping's resident bytes, at
 // least), else the weights are read (into 2 MiB pages); either way they are the file's bytes. The file's cache
@@ -324,18 +352,7 @@ TEST(GgufTest, DefaultLoadingViewsOnlyHugePages) {
   ASSERT_TRUE(WriteOneTensor(written, "w.big", big).ok());
   for (size_t big_prefix : {size_t{0}, size_t{8} << 20}) {
     CopyInWrites(written, path, big_prefix);
-    StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    StatusOr<HostTensor> a = (*file)->Read("w.big");
-    StatusOr<HostTensor> b = (*file)->Read("w.big");
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes())) << big_prefix;
-    if (a->data.get() == b->data.get() && HugePageArena::Available()) {  // views of the mapping
-      const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
-      ASSERT_FALSE(pmd.empty() || rss.empty());
-      EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9)
-          << "the default kept a mapping mostly in 4 KiB pages (" << pmd << " of " << rss << ") " << big_prefix;
-    }
+    LoadsFromHugePages(path, big, "first " + std::to_string(big_prefix) + " bytes in one write");
     std::remove(path.c_str());
   }
   std::remove(written.c_str());
@@ -374,16 +391,7 @@ TEST(GgufTest, DefaultLoadingReadsAFreshFileAgainInto2MiBFolios) {
     GTEST_SKIP() << ::testing::TempDir() << " does not bring files back in 2 MiB folios";
   }
   CopyInWrites(written, path, 0);
-  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
-  StatusOr<HostTensor> a = (*file)->Read("w.big");
-  StatusOr<HostTensor> b = (*file)->Read("w.big");
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes()));
-  ASSERT_EQ(a->data.get(), b->data.get()) << "read into memory, not mapped";
-  const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
-  ASSERT_FALSE(pmd.empty() || rss.empty());
-  EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9) << pmd << " of " << rss << " in 2 MiB pages";
+  EXPECT_TRUE(LoadsFromHugePages(path, big, "a fresh copy")) << "read into memory, not mapped";
   std::remove(path.c_str());
   std::remove(written.c_str());
 }
@@ -442,17 +450,7 @@ TEST(GgufTest, DefaultLoadingLooksAtEveryWindow) {
     std::remove(written.c_str());
     GTEST_SKIP() << "could not lay out the mixed cache: " << huge << " bytes in 2 MiB pages";
   }
-  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
-  StatusOr<HostTensor> a = (*file)->Read("w.big");
-  StatusOr<HostTensor> b = (*file)->Read("w.big");
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_TRUE(SameBytes(*a, big.data.get(), big.nbytes()));
-  if (a->data.get() == b->data.get()) {  // views of the mapping
-    const std::string pmd = SmapsValue(a->data.get(), "FilePmdMapped:"), rss = SmapsValue(a->data.get(), "Rss:");
-    ASSERT_FALSE(pmd.empty() || rss.empty());
-    EXPECT_GE(std::stoull(pmd) * 10, std::stoull(rss) * 9) << pmd << " of " << rss << " in 2 MiB pages";
-  }
+  LoadsFromHugePages(path, big, "8 of 20 windows huge");
   std::remove(path.c_str());
   std::remove(written.c_str());
 }
