@@ -18,20 +18,7 @@ void MemoryWeightSource::Add(const std::string& name, DType type, std::vector<in
   entry.data = HostTensor::Allocate(type, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = values.data() + r * cols;
-    void* dst = entry.data.data.get() + r * entry.data.row_bytes();
-    switch (type) {
-      case DType::kF32:
-        std::memcpy(dst, src, cols * sizeof(float));
-        break;
-      case DType::kF16:
-        for (int64_t c = 0; c < cols; ++c) static_cast<uint16_t*>(dst)[c] = F32ToFp16(src[c]);
-        break;
-      case DType::kBF16:
-        for (int64_t c = 0; c < cols; ++c) static_cast<uint16_t*>(dst)[c] = F32ToBf16(src[c]);
-        break;
-      default:
-        QuantizeRow(type, src, dst, cols);
-    }
+    QuantizeRow(type, src, entry.data.data.get() + r * entry.data.row_bytes(), cols);  // float types converted too
   }
   entry.info.nbytes = static_cast<uint64_t>(entry.data.nbytes());
   tensors_[name] = std::move(entry);
