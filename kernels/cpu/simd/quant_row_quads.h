@@ -9,7 +9,8 @@
 // instructions per block (bench/README.md, "Decode over four rows" and "Four-row decode and panels on
 // AVX2").
 // QuadRows broadcasts the token's activation blocks (and the biased types' bias · Σa) once per call, not
-// once per four rows, and leaves the last num_rows % 4 rows to the tiles. Integer lanes are exact, so the
+// once per four rows, and leaves the last num_rows % 4 rows to the tiles (on AVX-512 one token of the types
+// in HasRowStream goes through quant_row_stream_avx512.h instead, every row). Integer lanes are exact, so the
 // types stored with a bias (Q4_0, Q5_0, Q6_K: w = q − bias) dot the unsigned q and subtract bias · Σa,
 // the same integers as the 8-lane tiles' signed dot.
 //

@@ -62,9 +62,12 @@ void PrepareStreamActs(const BlockQ8Act* act, int64_t num_blocks, StreamAct* out
     StreamAct& s = out[j];
     for (int k = 0; k < 4; ++k) {
       const int64_t b = 4 * j + k;
-      s.d[k] = b < num_blocks ? act[b].d : 0.0f;
-      s.sum[k] = b < num_blocks ? act[b].sum : 0.0f;
-      if (b >= num_blocks) continue;
+      if (b >= num_blocks) {
+        s.d[k] = s.sum[k] = 0.0f;
+        continue;
+      }
+      s.d[k] = act[b].d;
+      s.sum[k] = act[b].sum;
       std::memcpy(lo + 16 * k, act[b].qs, 16);
       std::memcpy(hi + 16 * k, act[b].qs + 16, 16);
       const TokenBias bias = TokenBiasOf<kBiasShift<kType>>(act[b].qs);
@@ -146,8 +149,8 @@ int64_t QuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, co
     }
     if (tail > 0) {
       // The row's last blocks and whatever follows them (the next row's, or the rest of a column slice's
-      // row): the activations' padding lanes are zero, and Add zeroes their scales. The matrix's last row
-      // reads a copy, which ends with the row.
+      // row), against zero activations: MatMul's chain stops at the row's last block, and the fixed point
+      // zeroes the other lanes' terms. The call's last row reads a copy, which ends with the row.
       const uint8_t* rest = row + 4 * whole * kBlock;
       alignas(16) uint8_t last[4 * kBlock];
       if (r + 1 == num_rows) rest = static_cast<const uint8_t*>(std::memcpy(last, rest, tail * kBlock));
