@@ -89,7 +89,7 @@ void Rows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const float* xt
     };
     constexpr int64_t kBytes = kBlockBytes<kType>;
     for (int64_t b = 0; b < whole; ++b) {
-      const char* ahead = reinterpret_cast<const char*>(row) + b * kBytes + kStreamAhead;
+      const char* ahead = reinterpret_cast<const char*>(row) + b * kBytes + kPrefetchAheadBytes;
       for (int64_t off = 0; off < kBytes; off += 64) PrefetchLine(ahead + off);
       block(row + b * kBytes, b);
     }

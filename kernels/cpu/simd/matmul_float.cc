@@ -297,7 +297,7 @@ void FloatTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
 
 #if TPSERVE_FIXED_POINT_AVX2
 // One token (decode): the rows one at a time, FloatTile<Loader, 1, 1>'s arithmetic, as one sequential stream
-// through memory that asks for the line kStreamAhead bytes on (the next rows' where this one ends). One fma
+// through memory that asks for the line kPrefetchAheadBytes bytes on (the next rows' where this one ends). One fma
 // chain per row is enough beside memory (4 cycles per 16 weights), and one stream goes faster than the four
 // of the 4-row tiles: one thread, weights in 2 MiB pages cycled from memory, us per call, 4-row tiles ->
 // this (AVX-512): F16 576 x 1536 125-134 -> 110, 1536 x 576 144-207 -> 103, 2048 x 8192 2814-2880 -> 2014 (110 %
@@ -314,7 +314,7 @@ int64_t FloatRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, co
     RowChains<Loader> chains;
     for (int64_t k = 0; k < whole; k += kLanes) {
       const int64_t at = k * Loader::kBytes;
-      if (at % 64 == 0) PrefetchLine(reinterpret_cast<const char*>(row) + at + kStreamAhead);
+      if (at % 64 == 0) PrefetchLine(reinterpret_cast<const char*>(row) + at + kPrefetchAheadBytes);
       chains.Add(row, k, xt);
     }
     if (whole < cols) chains.AddTail(row, whole, cols, xt);

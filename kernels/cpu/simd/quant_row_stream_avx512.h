@@ -140,8 +140,8 @@ int64_t QuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, co
     const uint8_t* row = w + r * row_bytes;
     StreamSum<kType, Out> sum;
     for (int64_t j = 0; j < whole; ++j) {
-      // The lines whose start falls in these four blocks' bytes, kStreamAhead on.
-      const auto at = reinterpret_cast<uintptr_t>(row + 4 * j * kBlock) + kStreamAhead;
+      // The lines whose start falls in these four blocks' bytes, kPrefetchAheadBytes on.
+      const auto at = reinterpret_cast<uintptr_t>(row + 4 * j * kBlock) + kPrefetchAheadBytes;
       for (uintptr_t line = (at + 63) & ~uintptr_t{63}; line < at + 4 * kBlock; line += 64) {
         PrefetchLine(reinterpret_cast<const char*>(line));
       }

@@ -7,18 +7,31 @@
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
+// How far ahead of its reads a decode pass through the weights asks for lines: the row streams
+// (matmul_float.cc's FloatRowStream, fixed_row_stream_avx512.h, quant_row_stream_avx512.h) this many bytes on,
+// the tiles below at least this many bytes of their rows on. Far enough for the lines to arrive in time is
+// one core's bandwidth times the memory's latency: about 2.6 KB on the Sapphire Rapids VM (20 GB/s per core),
+// 5 KB on the Zen 5 one (35 GB/s). 8 KB covers both with room; it is a sixth of the smaller L1 (48 KB).
+// Zen 5, one thread, Q4_1 row quads (1440-byte tiles) one tile -> 8 KB ahead, us per call: 576 x 1536
+// 34.7 -> 18.8, 1536 x 576 22.7 -> 18.7; the Q8_0 row stream 2048 -> 8192 bytes ahead: 8192 x 2048
+// 756 -> 647 (bench/README.md, "Prefetch distance on Zen 5").
+inline constexpr int64_t kPrefetchAheadBytes = 8192;
+
 // Software prefetch for a tile of NR adjacent rows of kBytes256 bytes per 256 values, told the column its
 // tile has reached (it acts every 256 values).
-// - A tile of up to kLinearPrefetchBytes: the next tile's bytes in address order, as many per 256 values
-//   as the tile reads, so one tile ahead is requested while this one is read (RunTiles walks adjacent rows
-//   NR at a time). Per row, 256 values ahead would not leave a short row: SmolLM2's 576-column rows are
-//   2.25 × 256 values, so most of those requests would fall on rows already being read.
-// - A longer tile: with kRowAhead (the quantised tiles) each row's 256 values after next; the float tiles
-//   leave long rows to the hardware prefetcher (F16 2048 x 8192: 3.2 ns per 32 values without, 4.2 with).
+// - A tile of up to kLinearPrefetchBytes: the bytes of the tile kPrefetchAheadBytes on (whole tiles, at
+//   least the next) in address order, as many per 256 values as the tile reads, so those bytes are
+//   requested while this one is read (RunTiles walks adjacent rows NR at a time). Per row, 256 values ahead
+//   would not leave a short row: SmolLM2's 576-column rows are 2.25 × 256 values, so most of those requests
+//   would fall on rows already being read.
+// - A longer tile: with kRowAhead (the quantised tiles) each row's 256 values that lie kPrefetchAheadBytes
+//   ÷ NR on (at least two 256-value steps); the float tiles leave long rows to the hardware prefetcher
+//   (F16 2048 x 8192: 3.2 ns per 32 values without, 4.2 with).
 // - A single row: nothing; it is one sequential stream, which the hardware prefetcher follows best.
 // One thread, weights cycled out of the cache, ns per 32 weights of a row, without -> with (bench/README.md,
-// "Decode over four rows"): Q4_1 1536 x 576 1.90 -> 1.32, 576 x 1536 (fixed point) 3.54 -> 1.34; Q6_K
-// 576 x 1536 6.05 -> 2.20; Q4_K 2048 x 8192 2.69 -> 2.57; F16 1536 x 576 6.9 -> 4.7, 576 x 1536 5.1 -> 3.9.
+// "Decode over four rows"; the next tile then): Q4_1 1536 x 576 1.90 -> 1.32, 576 x 1536 (fixed point)
+// 3.54 -> 1.34; Q6_K 576 x 1536 6.05 -> 2.20; Q4_K 2048 x 8192 2.69 -> 2.57; F16 1536 x 576 6.9 -> 4.7,
+// 576 x 1536 5.1 -> 3.9.
 inline constexpr int64_t kLinearPrefetchBytes = 16384;
 
 // One prefetcht0. Not _mm_prefetch: GCC 12 finds a function whose only effect is a prefetch free of side
@@ -29,10 +42,6 @@ inline constexpr int64_t kLinearPrefetchBytes = 16384;
 inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 (%0)" : : "r"(p)); }
 // The same into L2 only (prefetcht1).
 inline void PrefetchLineL2(const char* p) { asm volatile("prefetcht1 (%0)" : : "r"(p)); }
-
-// How far ahead of its reads a decode stream through the rows (one row at a time, in address order) asks
-// for lines: matmul_float.cc's FloatRowStream, fixed_row_stream_avx512.h, quant_row_stream_avx512.h.
-inline constexpr int64_t kStreamAhead = 2048;
 
 // A panel's passes over its tokens (quant_panel.h, float_panel.h) ask for the next panel's rows, `bytes` from
 // `next`, a slice per pass: slice `pass` of `passes`. They arrive from memory while the tokens pass over this
@@ -49,19 +58,22 @@ template <int64_t kBytes256, int NR, bool kRowAhead>
 class TilePrefetch {
  public:
   TilePrefetch(const uint8_t* w, int64_t row_bytes)
-      : w_(w), row_bytes_(row_bytes), linear_(NR * row_bytes <= kLinearPrefetchBytes) {}
+      : w_(w),
+        row_bytes_(row_bytes),
+        linear_(NR * row_bytes <= kLinearPrefetchBytes),
+        tiles_ahead_((kPrefetchAheadBytes + NR * row_bytes - 1) / (NR * row_bytes)) {}
   // Always inlined: a call would make the tile save and restore its vector registers around it.
   [[gnu::always_inline]] void At(int64_t col) const {
     if (NR == 1 || col % 256 != 0) return;
     if (linear_) {
-      const char* next = reinterpret_cast<const char*>(w_ + NR * row_bytes_);
+      const char* next = reinterpret_cast<const char*>(w_ + tiles_ahead_ * NR * row_bytes_);
       const int64_t begin = NR * (col / 256) * kBytes256;
       for (int64_t off = begin; off < begin + NR * kBytes256; off += 64) PrefetchLine(next + off);
       return;
     }
     if (!kRowAhead) return;
     for (int r = 0; r < NR; ++r) {
-      const char* next = reinterpret_cast<const char*>(w_ + r * row_bytes_) + (col / 256 + 2) * kBytes256;
+      const char* next = reinterpret_cast<const char*>(w_ + r * row_bytes_) + (col / 256 + kStepsAhead) * kBytes256;
       for (int64_t off = 0; off < kBytes256; off += 64) PrefetchLine(next + off);
     }
   }
@@ -70,6 +82,8 @@ class TilePrefetch {
   const uint8_t* w_;
   int64_t row_bytes_;
   bool linear_;
+  int64_t tiles_ahead_;
+  static constexpr int64_t kStepsAhead = std::max<int64_t>(2, kPrefetchAheadBytes / (NR * kBytes256));
 };
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
