@@ -14,7 +14,7 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 // 5 KB on the Zen 5 one (35 GB/s). 8 KB covers both with room; it is a sixth of the smaller L1 (48 KB).
 // Zen 5, one thread, Q4_1 row quads (1440-byte tiles) one tile -> 8 KB ahead, us per call: 576 x 1536
 // 34.7 -> 18.8, 1536 x 576 22.7 -> 18.7; the Q8_0 row stream 2048 -> 8192 bytes ahead: 8192 x 2048
-// 756 -> 647 (bench/README.md, "Prefetch distance on Zen 5").
+// 756 -> 647 (bench/README.md, "Prefetch distance on a Zen 5 VM").
 inline constexpr int64_t kPrefetchAheadBytes = 8192;
 
 // Software prefetch for a tile of NR adjacent rows of kBytes256 bytes per 256 values, told the column its
