@@ -19,11 +19,11 @@ inline constexpr int64_t kPrefetchAheadBytes = 8192;
 
 // Software prefetch for a tile of NR adjacent rows of kBytes256 bytes per 256 values, told the column its
 // tile has reached (it acts every 256 values).
-// - A tile of up to kLinearPrefetchBytes: the bytes of the tile kPrefetchAheadBytes on (whole tiles, at
-//   least the next) in address order, as many per 256 values as the tile reads, so those bytes are
-//   requested while this one is read (RunTiles walks adjacent rows NR at a time). Per row, 256 values ahead
-//   would not leave a short row: SmolLM2's 576-column rows are 2.25 × 256 values, so most of those requests
-//   would fall on rows already being read.
+// - A tile of up to kLinearPrefetchBytes: the bytes kPrefetchAheadBytes on (at least the next tile's) in
+//   address order, as many per 256 values as the tile reads, so that the tiles' requests join into one
+//   stream that runs that far ahead of their reads (RunTiles walks adjacent rows NR at a time). Per row,
+//   256 values ahead would not leave a short row: SmolLM2's 576-column rows are 2.25 × 256 values, so most
+//   of those requests would fall on rows already being read.
 // - A longer tile: with kRowAhead (the quantised tiles) each row's 256 values that lie kPrefetchAheadBytes
 //   ÷ NR on (at least two 256-value steps); the float tiles leave long rows to the hardware prefetcher
 //   (F16 2048 x 8192: 3.2 ns per 32 values without, 4.2 with).
@@ -61,12 +61,12 @@ class TilePrefetch {
       : w_(w),
         row_bytes_(row_bytes),
         linear_(NR * row_bytes <= kLinearPrefetchBytes),
-        tiles_ahead_((kPrefetchAheadBytes + NR * row_bytes - 1) / (NR * row_bytes)) {}
+        ahead_(std::max(kPrefetchAheadBytes, NR * row_bytes)) {}
   // Always inlined: a call would make the tile save and restore its vector registers around it.
   [[gnu::always_inline]] void At(int64_t col) const {
     if (NR == 1 || col % 256 != 0) return;
     if (linear_) {
-      const char* next = reinterpret_cast<const char*>(w_ + tiles_ahead_ * NR * row_bytes_);
+      const char* next = reinterpret_cast<const char*>(w_ + ahead_);
       const int64_t begin = NR * (col / 256) * kBytes256;
       for (int64_t off = begin; off < begin + NR * kBytes256; off += 64) PrefetchLine(next + off);
       return;
@@ -82,7 +82,7 @@ class TilePrefetch {
   const uint8_t* w_;
   int64_t row_bytes_;
   bool linear_;
-  int64_t tiles_ahead_;
+  int64_t ahead_;  // bytes from the tile's start to what it asks for
   static constexpr int64_t kStepsAhead = std::max<int64_t>(2, kPrefetchAheadBytes / (NR * kBytes256));
 };
 
