@@ -35,6 +35,7 @@ const char* IsaName(Isa isa) {
     case Isa::kPortable: return "portable";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Bf16: return "avx512bf16";
   }
   return "?";
 }
@@ -50,6 +51,8 @@ bool CpuSupportsIsa(Isa isa) {
       return CpuSupportsIsa(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512vnni");
+    case Isa::kAvx512Bf16:
+      return CpuSupportsIsa(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
   }
   return false;
 #else
@@ -67,7 +70,7 @@ bool IsaCompiledIn(Isa isa) {
 }
 
 Isa BestIsa() {
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+  for (Isa isa : {Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2}) {
     if (IsaCompiledIn(isa) && CpuSupportsIsa(isa)) return isa;
   }
   return Isa::kPortable;
@@ -75,7 +78,7 @@ Isa BestIsa() {
 
 StatusOr<Isa> IsaFromSetting(const char* value) {
   if (value == nullptr || *value == '\0') return BestIsa();
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     if (std::strcmp(value, IsaName(isa)) != 0) continue;
     if (!IsaCompiledIn(isa)) {
       return InvalidArgument(std::string("TPSERVE_ISA=") + value +
@@ -87,7 +90,7 @@ StatusOr<Isa> IsaFromSetting(const char* value) {
     }
     return isa;
   }
-  return InvalidArgument(std::string("TPSERVE_ISA=") + value + ": expected portable, avx2 or avx512");
+  return InvalidArgument(std::string("TPSERVE_ISA=") + value + ": expected portable, avx2, avx512 or avx512bf16");
 }
 
 StatusOr<Isa> InitIsa() {

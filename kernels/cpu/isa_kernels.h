@@ -47,6 +47,12 @@ const IsaKernels& Kernels();
 namespace isa_avx512 {
 const IsaKernels& Kernels();
 }
+// simd/matmul_float.cc compiled with AVX512-BF16 (kernels/CMakeLists.txt): the avx512bf16 level's float
+// weights' tables (BF16 panels through VDPBF16PS); its other kernels are the avx512 level's.
+namespace isa_avx512bf16 {
+const TileTable<float>& FloatTiles(DType type);
+const TileTable<int64_t>& FixedPointFloatTiles(DType type);
+}
 
 // The table of `isa`. REQUIRES: IsaCompiledIn(isa).
 const IsaKernels& KernelsFor(Isa isa);

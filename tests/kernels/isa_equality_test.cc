@@ -76,6 +76,49 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
   }
 }
 
+// BF16 weights and activations of random exponents, so that inputs, products and sums are denormal: AVX512-BF16's
+// dot product reads denormals as zero and writes them as zero, and every level's BF16 matmul must do the same
+// (kernels/cpu/flush_denormals.h), in the tiles and in the panels. MatMul: both spread from 2^-135 to 1.
+// MatMulFixedPoint: weights from 2^-135 to 2^-120 against activations from 2^100 to 2^110, so that a denormal
+// weight's product (2^-35 and up) shows in the integers (units of 2^-32) while the sums stay in range.
+TEST_P(IsaEqualityTest, Bf16DenormalsFlushAlike) {
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  auto spread = [&](int lo, int hi) { return std::ldexp(mantissa(rng), std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  auto weights = [&](int64_t rows, int64_t cols, int lo, int hi) {
+    TestWeights w{DType::kBF16, rows, cols, std::vector<uint8_t>(rows * cols * 2), {}};
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const uint16_t h = F32ToBf16(spread(lo, hi));
+      std::memcpy(w.bytes.data() + 2 * i, &h, 2);
+    }
+    return w;
+  };
+  auto activations = [&](int64_t n, int lo, int hi) {
+    std::vector<float> x(n);
+    for (float& v : x) v = spread(lo, hi);
+    return x;
+  };
+  ThreadPool pool(2);
+  for (int64_t cols : {33, 100}) {
+    for (int64_t rows : {7, 100}) {
+      const TestWeights w = weights(rows, cols, -135, 0), tiny = weights(rows, cols, -135, -120);
+      for (int64_t num_tokens : {int64_t{1}, int64_t{5}, internal::kFloatPanelMinTokens + 7}) {
+        const std::vector<float> x = activations(num_tokens * cols, -135, 0);
+        std::vector<float> want(num_tokens * rows), got(num_tokens * rows);
+        RunAt(Isa::kPortable, [&] { MatMul(w.matrix(), x.data(), num_tokens, want.data(), &pool); });
+        RunAt(GetParam(), [&] { MatMul(w.matrix(), x.data(), num_tokens, got.data(), &pool); });
+        ASSERT_TRUE(BitwiseEqual(want, got)) << "rows " << rows << " cols " << cols << " T " << num_tokens;
+        const std::vector<float> huge = activations(num_tokens * cols, 100, 110);
+        std::vector<int64_t> want_fixed(num_tokens * rows), got_fixed(num_tokens * rows);
+        RunAt(Isa::kPortable, [&] { MatMulFixedPoint(tiny.matrix(), huge.data(), num_tokens, want_fixed.data(), &pool); });
+        RunAt(GetParam(), [&] { MatMulFixedPoint(tiny.matrix(), huge.data(), num_tokens, got_fixed.data(), &pool); });
+        ASSERT_TRUE(BitwiseEqual(want_fixed, got_fixed)) << "fixed point, rows " << rows << " cols " << cols << " T "
+                                                         << num_tokens;
+      }
+    }
+  }
+}
+
 // Quantised weights of random bytes: every packing and scale pattern (Q6_K's scale −128, Q3_K's
 // high bits, Q2_K's minimums ...), through both reductions.
 TEST_P(IsaEqualityTest, RandomBlockBytesEqualPortableBitwise) {
@@ -335,7 +378,7 @@ TEST_P(IsaEqualityTest, GatedActivationsEqualPortableBitwise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+INSTANTIATE_TEST_SUITE_P(Levels, IsaEqualityTest, ::testing::Values(Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(IsaName(info.param)); });
 
 TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
@@ -345,8 +388,8 @@ TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
   const StatusOr<Isa> bogus = IsaFromSetting("sse9");
   ASSERT_FALSE(bogus.ok());
   EXPECT_EQ(bogus.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bogus.status().message().find("portable, avx2 or avx512"), std::string::npos);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+  EXPECT_NE(bogus.status().message().find("portable, avx2, avx512 or avx512bf16"), std::string::npos);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     EXPECT_EQ(IsaFromSetting(IsaName(isa)).ok(), IsaCompiledIn(isa) && CpuSupportsIsa(isa)) << IsaName(isa);
   }
 }

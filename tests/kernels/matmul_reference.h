@@ -92,7 +92,7 @@ inline std::vector<float> RandomActivations(int64_t n, std::mt19937* rng) {
   return x;
 }
 
-// Checks y[T, rows] against Σ w·x in f64. The allowed error is f32 rounding of the sum of |terms|
+// Checks y[T, rows] against Σ w·x in f64 (x rounded to bf16 for BF16 weights). The allowed error is f32 rounding of the sum of |terms|
 // plus, for quantised weights, the activation rounding (each x in a block of 32 moves by at most
 // max|x_block| / 254, so the dot moves by at most Σ_block Σ|w| · max|x| / 254), plus
 // `per_term_error` for each of the cols terms (the fixed-point rounding, for example).
@@ -105,8 +105,11 @@ inline void ExpectMatchesFloat64Reference(const TestWeights& w, const std::vecto
       const float* wr = w.dequant.data() + r * cols;
       double exact = 0.0, magnitude = 0.0, quant_bound = 0.0;
       for (int64_t k = 0; k < cols; ++k) {
-        exact += static_cast<double>(wr[k]) * xt[k];
-        magnitude += std::fabs(static_cast<double>(wr[k]) * xt[k]);
+        // BF16 weights take the activations rounded to bf16 (README "Decisions"), so the reference does too:
+        // unrounded, the sums would differ by up to 2^-8 of the magnitude, 400 times the tolerance.
+        const double xk = w.type == DType::kBF16 ? Bf16ToF32(F32ToBf16(xt[k])) : xt[k];
+        exact += static_cast<double>(wr[k]) * xk;
+        magnitude += std::fabs(static_cast<double>(wr[k]) * xk);
       }
       if (IsQuantized(w.type)) {
         for (int64_t b = 0; b < cols / 32; ++b) {

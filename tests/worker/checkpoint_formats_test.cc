@@ -57,12 +57,15 @@ TEST_P(CheckpointFormatsTest, GgufAndSafetensorsGiveTheSameLogits) {
   const std::vector<double> expected = ref->Forward(tokens);
   // Quantised GGUF weights reach the HF directory dequantised; the GGUF path also rounds activations to Q8.
   const double tolerance = IsQuantized(GetParam()) ? 3e-2 : 1e-4;
+  // The float64 reference keeps f32 activations; BF16 matmuls round theirs to bf16 (README "Decisions": up to
+  // 8.8e-3 measured here).
+  const double reference_tolerance = GetParam() == DType::kBF16 ? 2e-2 : 1e-4;
   ASSERT_EQ(gguf_logits.size(), hf_logits.size());
   for (size_t i = 0; i < gguf_logits.size(); ++i) {
     EXPECT_LE(RelativeError(gguf_logits[i], hf_logits[i]), tolerance) << "step " << i;
     const size_t t = 3 + i;
     const std::vector<double> row(expected.begin() + t * c.vocab_size, expected.begin() + (t + 1) * c.vocab_size);
-    EXPECT_LE(RelativeError(hf_logits[i], row), 1e-4) << "step " << i;
+    EXPECT_LE(RelativeError(hf_logits[i], row), reference_tolerance) << "step " << i;
   }
   std::filesystem::remove_all(dir);
 }

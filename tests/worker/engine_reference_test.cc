@@ -57,7 +57,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EngineReferenceTest,
 
 struct TypeCase {
   DType type;
-  double tolerance;  // relative, from the weight format and (quantised types) Q8 activation rounding
+  // relative, from the weight format and the activations' rounding: Q8 (quantised types), bf16 (BF16; README
+  // "Decisions": 1.5-2.8e-3 measured; below 1e-4 before BF16 took bf16 activations)
+  double tolerance;
 };
 
 class WeightTypeTest : public ::testing::TestWithParam<TypeCase> {};
@@ -93,7 +95,7 @@ TEST_P(WeightTypeTest, MatchesDequantizedF32Model) {
 
 INSTANTIATE_TEST_SUITE_P(Types, WeightTypeTest,
                          ::testing::Values(TypeCase{DType::kF32, 0}, TypeCase{DType::kF16, 1e-4},
-                                           TypeCase{DType::kBF16, 1e-4}, TypeCase{DType::kQ8_0, 3e-2},
+                                           TypeCase{DType::kBF16, 1e-2}, TypeCase{DType::kQ8_0, 3e-2},
                                            TypeCase{DType::kQ4_0, 3e-2}, TypeCase{DType::kQ4_1, 3e-2}),
                          [](const auto& info) { return std::string(DTypeName(info.param.type)); });
 

@@ -31,6 +31,9 @@
 #if TPSERVE_MATMUL_AVX512
 #include "kernels/cpu/simd/fixed_row_stream_avx512.h"
 #endif
+#if TPSERVE_MATMUL_AVX512 && defined(__AVX512BF16__)
+#include "kernels/cpu/simd/bf16_pair_panel.h"  // the avx512bf16 level (kernels/CMakeLists.txt)
+#endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
@@ -404,12 +407,30 @@ TileTable<float> MakeTable() {
   }, kPanel, kRows, kFloatPanelMinTokens, kPanelRowsOfFloat};
 }
 
+// BF16's tables: on the avx512bf16 level its panels take VDPBF16PS (bf16_pair_panel.h).
+TileTable<float> MakeBf16Table() {
+  TileTable<float> table = MakeTable<LoadBF16, Lane8BF16>();
+#if TPSERVE_MATMUL_AVX512 && defined(__AVX512BF16__)
+  table.panel = FloatPairPanel;
+  table.panel_prepare = PrepareFloatPairs;
+#endif
+  return table;
+}
+TileTable<int64_t> MakeBf16FixedPointTable() {
+  TileTable<int64_t> table = MakeFixedPointTable<Lane8BF16>();
+#if TPSERVE_MATMUL_AVX512 && defined(__AVX512BF16__)
+  table.panel = FixedPairPanel;
+  table.panel_prepare = PrepareFixedPairs;
+#endif
+  return table;
+}
+
 }  // namespace
 
 const TileTable<float>& FloatTiles(DType type) {
   static const TileTable<float> kF32 = MakeTable<LoadF32, Lane8F32>();
   static const TileTable<float> kF16 = MakeTable<LoadF16, Lane8F16>();
-  static const TileTable<float> kBF16 = MakeTable<LoadBF16, Lane8BF16>();
+  static const TileTable<float> kBF16 = MakeBf16Table();
   switch (type) {
     case DType::kF32: return kF32;
     case DType::kF16: return kF16;
@@ -423,7 +444,7 @@ const TileTable<float>& FloatTiles(DType type) {
 const TileTable<int64_t>& FixedPointFloatTiles(DType type) {
   static const TileTable<int64_t> kF32 = MakeFixedPointTable<Lane8F32>();
   static const TileTable<int64_t> kF16 = MakeFixedPointTable<Lane8F16>();
-  static const TileTable<int64_t> kBF16 = MakeFixedPointTable<Lane8BF16>();
+  static const TileTable<int64_t> kBF16 = MakeBf16FixedPointTable();
   switch (type) {
     case DType::kF32: return kF32;
     case DType::kF16: return kF16;
