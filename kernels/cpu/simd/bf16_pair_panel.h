@@ -76,6 +76,20 @@ inline void ToLanes(__m512i (&t)[16]) {
   for (int r = 0; r < 16; ++r) t[r] = _mm512_castps_si512(f[r]);
 }
 
+// t[k]: dword k of rows 16g..16g+15 of the panel, each row's 32 words from column c (+0 past cols) through
+// shape (the packing's pairing), rows past num_rows zero.
+template <class Shape>
+inline void RowsToLanes(const uint8_t* w, int64_t row_bytes, int num_rows, int g, int64_t c, int64_t cols,
+                        Shape shape, __m512i (&t)[16]) {
+  for (int i = 0; i < 16; ++i) {
+    t[i] = _mm512_setzero_si512();
+    if (16 * g + i >= num_rows) continue;
+    const auto* row = reinterpret_cast<const uint16_t*>(w + (16 * g + i) * row_bytes);
+    t[i] = shape(_mm512_maskz_loadu_epi16(First32(cols - c), row + c));
+  }
+  ToLanes(t);
+}
+
 }  // namespace bf16_pairs
 
 // ---- FloatPanel ----
@@ -112,19 +126,13 @@ inline PairPanel<kFloatPanelRows> PackFloatPairs(const uint8_t* w, int64_t row_b
   for (int64_t m = 0; m < pairs; ++m) {
     const int64_t c = m * kPairCols;
     const bool lo_past = 2 * m + 1 >= chunks;  // no chunk 2m + 1: its lo weights are -0
+    auto pair = [&](__m512i words) {
+      const __m512i paired = _mm512_permutexvar_epi16(index, words);
+      return lo_past ? _mm512_mask_mov_epi16(paired, 0x55555555u, minus_zero) : paired;
+    };
     for (int g = 0; g < kFloatPanelRows / 16; ++g) {
       __m512i t[16];
-      for (int i = 0; i < 16; ++i) {
-        const int r = 16 * g + i;
-        if (r >= num_rows) {
-          t[i] = _mm512_setzero_si512();
-          continue;
-        }
-        const auto* row = reinterpret_cast<const uint16_t*>(w + r * row_bytes);
-        t[i] = _mm512_permutexvar_epi16(index, _mm512_maskz_loadu_epi16(First32(cols - c), row + c));
-        if (lo_past) t[i] = _mm512_mask_mov_epi16(t[i], 0x55555555u, minus_zero);
-      }
-      ToLanes(t);
+      RowsToLanes(w, row_bytes, num_rows, g, c, cols, pair, t);
       for (int l = 0; l < 16; ++l) {
         _mm512_store_si512(packed.At(l * pairs + m) + 16 * g, t[l]);
       }
@@ -166,14 +174,7 @@ void FloatPairTokens(const PairPanel<kFloatPanelRows>& packed, int num_rows, con
       }
     }
   }
-  // Fold16 on the panel's rows at once, as FloatPanelTokens does.
-  for (int t = 0; t < NT; ++t) {
-    auto lane = [&](int l) { return FloatRows::Load(lanes[l][t]); };
-    FloatRows b[8], s[4];
-    for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
-    for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
-    ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
-  }
+  FoldPanelLanes(lanes, num_rows, y, y_stride);
 }
 
 // PanelFn of BF16's MatMul table; x: PrepareFloatPairs' tokens.
@@ -225,19 +226,11 @@ inline PairPanel<kFixedPanelRows> PackFixedPairs(const uint8_t* w, int64_t row_b
   PairPanel<kFixedPanelRows> packed{scratch.data(), chunks};
   for (int64_t j = 0; j < chunks; j += 2) {  // two chunks' 16 pairs per row at a time
     const int64_t c = j * kPanelChunk;
+    // A pair's first column in its hi word: each dword's halves swapped.
+    auto pair = [](__m512i words) { return _mm512_rol_epi32(words, 16); };
     for (int g = 0; g < kFixedPanelRows / 16; ++g) {
       __m512i t[16];
-      for (int i = 0; i < 16; ++i) {
-        const int r = 16 * g + i;
-        if (r >= num_rows) {
-          t[i] = _mm512_setzero_si512();
-          continue;
-        }
-        const auto* row = reinterpret_cast<const uint16_t*>(w + r * row_bytes);
-        // A pair's first column in its hi word: each dword's halves swapped.
-        t[i] = _mm512_rol_epi32(_mm512_maskz_loadu_epi16(First32(cols - c), row + c), 16);
-      }
-      ToLanes(t);
+      RowsToLanes(w, row_bytes, num_rows, g, c, cols, pair, t);
       for (int k = 0; k < 16; ++k) _mm512_store_si512(packed.At(j * 8 + k) + 16 * g, t[k]);
     }
   }

@@ -134,6 +134,19 @@ constexpr auto ByTokenCount(Make make) {
 
 constexpr int64_t kFloatBlockChunks = 48;  // 768 columns: the tokens' activations stay in L1 over 16 lanes
 
+// y[t * y_stride + r] for r < num_rows from the 16 lanes of NT tokens' outputs (lanes[l][t][r]): Fold16 on the
+// panel's rows at once, b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
+template <int NT>
+void FoldPanelLanes(const float (&lanes)[kPanelChunk][NT][kFloatPanelRows], int num_rows, float* y, int64_t y_stride) {
+  for (int t = 0; t < NT; ++t) {
+    auto lane = [&](int l) { return FloatRows::Load(lanes[l][t]); };
+    FloatRows b[8], s[4];
+    for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
+    for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
+    ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
+  }
+}
+
 // NT tokens against the packed panel: y[t * y_stride + r] for r < num_rows.
 template <int NT>
 void FloatPanelTokens(const PackedPanel<true, kFloatPanelRows>& packed, int num_rows, const uint8_t* x,
@@ -165,14 +178,7 @@ void FloatPanelTokens(const PackedPanel<true, kFloatPanelRows>& packed, int num_
       }
     }
   }
-  // Fold16 on the panel's rows at once: b[i] = a[i] + a[i + 8]; s[i] = b[i] + b[i + 4]; (s0 + s2) + (s1 + s3).
-  for (int t = 0; t < NT; ++t) {
-    auto lane = [&](int l) { return FloatRows::Load(lanes[l][t]); };
-    FloatRows b[8], s[4];
-    for (int i = 0; i < 8; ++i) b[i] = lane(i) + lane(i + 8);
-    for (int i = 0; i < 4; ++i) s[i] = b[i] + b[i + 4];
-    ((s[0] + s[2]) + (s[1] + s[3])).StoreFirst(y + t * y_stride, num_rows);
-  }
+  FoldPanelLanes(lanes, num_rows, y, y_stride);
 }
 
 template <class Loader>
