@@ -104,9 +104,10 @@ void RunMatMul(const TileTable<Out>& table, std::span<const WeightMatrix> parts,
   } else if (w.type == DType::kBF16) {
     // BF16 weights take BF16 activations, rounded to nearest even and held as f32 (exact): the operands of
     // AVX512-BF16's dot product, which the other levels' f32 fmas then equal bit for bit.
+    // 64-byte aligned, as the activations it replaces: the decode streams load them a zmm at a time per row.
     const int64_t n = num_tokens * w.cols;
-    if (static_cast<int64_t>(rounded.size()) < n) rounded.resize(n);
-    float* r = rounded.data();
+    if (static_cast<int64_t>(rounded.size()) < n + 16) rounded.resize(n + 16);
+    float* r = rounded.data() + (-(reinterpret_cast<uintptr_t>(rounded.data()) / sizeof(float)) & 15);
     pool->ParallelFor(num_tokens, [&](int64_t begin, int64_t end) {
       RoundToBf16(x + begin * w.cols, (end - begin) * w.cols, r + begin * w.cols);
     });
