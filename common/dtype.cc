@@ -149,14 +149,6 @@ uint16_t F32ToFp16(float f) {
 }
 #endif
 
-uint16_t F32ToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
-
 void DequantizeRow(DType type, const void* src, float* dst, int64_t n) {
   switch (type) {
     case DType::kF32:

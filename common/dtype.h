@@ -142,7 +142,15 @@ inline float Bf16ToF32(uint16_t h) {
   std::memcpy(&f, &bits, 4);
   return f;
 }
-uint16_t F32ToBf16(float f);  // round to nearest even
+// Round to nearest even; a NaN stays a NaN, made quiet. Inline and branch-free, so that a loop of it vectorises
+// (MatMul rounds BF16 weights' activations with it: kernels/cpu/matmul.cc).
+inline uint16_t F32ToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t rounded = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+  const uint32_t quiet_nan = (x >> 16) | 0x40;
+  return static_cast<uint16_t>((x & 0x7fffffff) > 0x7f800000 ? quiet_nan : rounded);
+}
 
 // Reference dequantisation: `n` elements starting at `src` (block-aligned) into `dst` [n].
 void DequantizeRow(DType type, const void* src, float* dst, int64_t n);
