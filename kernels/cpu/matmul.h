@@ -15,6 +15,8 @@ namespace tpserve {
 // the thread count or the other rows of x, so a token's result is bitwise the same in any batch.
 // Quantised weights are never expanded in memory: activations are quantised to Q8 blocks per
 // token and dotted with integer arithmetic per 32-value block (K-quants per 32-value group), as ggml does.
+// BF16 weights take the activations rounded to bf16, and their sums flush denormals to zero, as AVX512-BF16's
+// dot product computes them (README "Decisions").
 void MatMul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool);
 
 // The same for several weights that read one x (Q, K and V; gate and up), in one round of thread-pool

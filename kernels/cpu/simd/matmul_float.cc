@@ -8,6 +8,10 @@
 //
 // MatMulFixedPoint's: 16-column chunks, each summed in f32 to one term rounded into int64
 // (fixed_point_lanes.h); integer sums, so the order of the chunks does not matter.
+//
+// BF16 weights get their activations rounded to bf16 and run with denormals flushed (kernels/cpu/matmul.cc),
+// in these same orders; on the avx512bf16 level their panels do two of a chain's fmas per VDPBF16PS
+// (bf16_pair_panel.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
