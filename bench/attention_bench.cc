@@ -2,8 +2,11 @@
 // context of N cached positions: GB/s of K and V read, beside this machine's STREAM triad, for
 // the head shapes of SmolLM2-135M (9 query / 3 KV heads) and a Llama-3.2-1B (32 / 8), D = 64,
 // and every KV cache type. The cache spans several copies so the reads come from memory, as in a
-// forward pass where the other layers evicted this one's cache.
-// Usage: tpserve-bench-attention [--quick] [--context N ...] [--batch B] [--kv-dtype f32|f16|bf16|q8_0]
+// forward pass where the other layers evicted this one's cache. With --prefill N each sequence's last N
+// positions are queried at once, as a prefill chunk of N tokens (N = the context: a whole causal prompt),
+// and the figure is GFLOP/s of q·k and weights·v.
+// Usage: tpserve-bench-attention [--quick] [--context N ...] [--batch B] [--prefill N]
+//                                [--kv-dtype f32|f16|bf16|q8_0]
 // (TPSERVE_THREADS sets the threads)
 #include <algorithm>
 #include <cstdio>
@@ -62,17 +65,24 @@ Cache MakeCache(const Shape& s, DType type, int64_t batch, int64_t context, int6
   return c;
 }
 
-void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, double triad_gbs, bool quick,
-              ThreadPool* pool) {
+void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, int64_t queries, double triad_gbs,
+              bool quick, ThreadPool* pool) {
   const int64_t kv_bytes = 2 * batch * context * s.kv_heads * DTypeRowBytes(type, kHeadDim);
   const int64_t copies = std::max<int64_t>(1, bench::BytesPastCache(int64_t{quick ? 64 : 128} << 20) / kv_bytes + 1);
   Cache cache = MakeCache(s, type, batch, context, copies);
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> q(batch * s.heads * kHeadDim), out(q.size());
+  const int64_t tokens = batch * queries;
+  std::vector<float> q(tokens * s.heads * kHeadDim), out(q.size());
   for (float& x : q) x = dist(rng);
-  std::vector<int32_t> token_seq(batch), positions(batch, static_cast<int32_t>(context - 1)), kv_head_of_q(s.heads);
-  std::iota(token_seq.begin(), token_seq.end(), 0);
+  // Sequence b's tokens, in order, at its last `queries` positions; flops: q·k and weights·v of each key.
+  std::vector<int32_t> token_seq(tokens), positions(tokens), kv_head_of_q(s.heads);
+  double flops = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    token_seq[t] = static_cast<int32_t>(t / queries);
+    positions[t] = static_cast<int32_t>(context - queries + t % queries);
+    flops += 4.0 * kHeadDim * s.heads * (positions[t] + 1);
+  }
   for (int64_t h = 0; h < s.heads; ++h) kv_head_of_q[h] = static_cast<int32_t>(h / (s.heads / s.kv_heads));
 
   PagedAttentionArgs a;
@@ -82,7 +92,7 @@ void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, double
   a.block_tables = cache.block_tables.data();
   a.kv_head_of_q = kv_head_of_q.data();
   a.max_blocks_per_seq = cache.blocks_per_seq;
-  a.num_tokens = batch;
+  a.num_tokens = tokens;
   a.num_heads = s.heads;
   a.num_kv_heads = s.kv_heads;
   a.head_dim = kHeadDim;
@@ -99,6 +109,13 @@ void BenchOne(const Shape& s, DType type, int64_t batch, int64_t context, double
       });
   const double median = times.median_s, cpu_per_call = times.cpu_per_call;
   const double gbs = kv_bytes / median / 1e9;
+  if (queries > 1) {
+    std::printf("  %-7s B=%-3lld ctx=%-6lld prefill %-5lld %-5s %9.1f us  %7.1f GFLOP/s  [cpu-time basis %7.1f]\n",
+                s.name, static_cast<long long>(batch), static_cast<long long>(context),
+                static_cast<long long>(queries), DTypeName(type), median * 1e6, flops / median / 1e9,
+                flops / cpu_per_call / 1e9);
+    return;
+  }
   std::printf("  %-7s B=%-3lld ctx=%-6lld %-5s %9.1f us  KV read %6.2f GB/s of %6.2f GB/s triad (%3.0f%%)"
               "  [cpu-time basis %6.2f GB/s]\n",
               s.name, static_cast<long long>(batch), static_cast<long long>(context), DTypeName(type), median * 1e6,
@@ -112,7 +129,7 @@ int main(int argc, char** argv) {
   using namespace tpserve;
   bool quick = false;
   std::vector<int64_t> contexts{512, 4096};
-  int64_t batch = 1;
+  int64_t batch = 1, queries = 1;
   std::string type_name;
   CommandLine app("tpserve-bench-attention: PagedAttention decode over a cached context, GB/s of KV read beside "
                   "this machine's STREAM triad. TPSERVE_THREADS sets the threads.",
@@ -122,6 +139,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--batch", batch, "decoding sequences")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--prefill", queries, "query each sequence's last N positions at once (GFLOP/s)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--kv-dtype", type_name, "only this KV cache type: f32 f16 bf16 q8_0");
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   std::vector<DType> types{DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
@@ -134,8 +153,8 @@ int main(int argc, char** argv) {
     types = {t};
   }
   for (int64_t c : contexts) {
-    if (c < 1) {
-      std::fprintf(stderr, "tpserve-bench-attention: --context must be positive\n");
+    if (c < queries) {
+      std::fprintf(stderr, "tpserve-bench-attention: --context must be at least --prefill (and positive)\n");
       return 2;
     }
   }
@@ -145,6 +164,6 @@ int main(int argc, char** argv) {
   const Shape shapes[] = {{"smollm2", 9, 3}, {"1b", 32, 8}};
   for (const Shape& s : shapes)
     for (int64_t c : contexts)
-      for (DType t : types) BenchOne(s, t, batch, c, triad, quick, &pool);
+      for (DType t : types) BenchOne(s, t, batch, c, queries, triad, quick, &pool);
   return 0;
 }

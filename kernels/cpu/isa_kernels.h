@@ -15,20 +15,28 @@
 
 namespace tpserve::internal {
 
+// One query's scores against rows [lo, hi) of a block of keys: out[r − lo] = q · key r.
+struct QueryScores {
+  const float* q;
+  float* out;
+  int64_t lo, hi;
+};
+
 struct IsaKernels {
   const TileTable<float>& (*float_tiles)(DType type);            // F32, F16, BF16 weights × f32 activations
   const TileTable<float>& (*quant_tiles)(DType type);            // Q8_0, Q4_0, Q4_1 × BlockQ8Act activations
   const TileTable<int64_t>& (*fixed_point_float_tiles)(DType);  // as float_tiles, fixed-point output
   const TileTable<int64_t>& (*fixed_point_quant_tiles)(DType);  // as quant_tiles, fixed-point output
   void (*quantize_activation_row)(const float* x, int64_t n, BlockQ8Act* dst);  // QuantizeActivationRow
-  // out[r] = Σ_i q[i]·k[r·k_stride + i] over i < n, for r < num_rows, each in the 16-lane order
-  // (canonical_dot.cc).
-  void (*dot_rows)(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out);
+  // For each query: out[r − lo] = Σ_i q[i]·k[r·k_stride + i] over i < n, for r in [lo, hi), each in the
+  // 16-lane order (canonical_dot.cc). Several queries of one block in one call let the level share work
+  // among them.
+  void (*dot_rows)(const QueryScores* queries, int64_t num_queries, const float* k, int64_t k_stride, int64_t n);
   // One KV cache row of n values of `type` (F32, F16, BF16, Q8_0) as f32: DequantizeRow's bits (dequantize_kv.cc).
   void (*dequantize_kv_row)(DType type, const uint8_t* src, int64_t n, float* dst);
-  // Paged attention's softmax numerators in place, for `rows` rows of n scores one after another: per
-  // row s[j] = exp(s[j]·scale − max), and sums[row] = Σ s[j] in j order (attention_rows.cc).
-  void (*exp_scores)(float* s, int64_t rows, int64_t n, float scale, float* sums);
+  // Paged attention's softmax numerators in place, for `rows` rows one after another, row r of lengths[r]
+  // scores: per row s[j] = exp(s[j]·scale − max), and sums[r] = Σ s[j] in j order (attention_rows.cc).
+  void (*exp_scores)(float* s, const int64_t* lengths, int64_t rows, float scale, float* sums);
   // For each output o < num_outputs and i < n: out[o][i] = fma(w[o][r], v[r·v_stride + i], out[o][i]) for
   // r < num_rows in order (attention_rows.cc).
   void (*accumulate_rows)(const float* const* w, int64_t num_outputs, const float* v, int64_t v_stride,

@@ -97,46 +97,63 @@ void AttendGroup(const PagedAttentionArgs& a, const AttendItem& item, AttendScra
     return scratch->rows.data();
   };
   // Each block of the union once (its positions are contiguous in the cache, stride Hkv rows), with
-  // fn(i, from, count, rows, stride) for each token i whose keys [from, from + count) it holds; rows is
-  // position `from`'s row.
+  // fn(j, rows, block, stride): positions [j, j + rows), block is position j's row.
   auto for_blocks = [&](const void* cache, auto fn) {
     for (int64_t j = lo; j < hi;) {
       const int64_t rows = std::min(bs - j % bs, hi - j);
       int64_t stride = 0;
       const float* block = block_rows(cache, j, rows, &stride);
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t from = std::max(j, first[i]), to = std::min(j + rows, end[i]);
-        if (from < to) fn(i, from, to - from, block + (from - j) * stride, stride);
-      }
+      fn(j, rows, block, stride);
       j += rows;
     }
   };
-  for_blocks(a.k_cache, [&](int64_t i, int64_t from, int64_t count, const float* k, int64_t stride) {
-    for (int64_t h = 0; h < g; ++h) {
-      kernels.dot_rows(query(i, h), k, stride, count, D, scores(i, h) + (from - first[i]));
+  // Token i's keys among positions [j, j + rows): [from, to), empty when from >= to.
+  auto keys_in = [&](int64_t i, int64_t j, int64_t rows) {
+    return std::pair{std::max(j, first[i]), std::min(j + rows, end[i])};
+  };
+  // Scores: every token and head of the item against a block in one call.
+  for_blocks(a.k_cache, [&](int64_t j, int64_t rows, const float* block, int64_t stride) {
+    internal::QueryScores queries[kMaxItemTokens * kMaxGroupHeads];
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [from, to] = keys_in(i, j, rows);
+      for (int64_t h = 0; h < g && from < to; ++h) {
+        queries[count++] = {query(i, h), scores(i, h) + (from - first[i]), from - j, to - j};
+      }
     }
+    kernels.dot_rows(queries, count, block, stride, D);
   });
-  float inv_sum[kMaxItemTokens][kMaxGroupHeads];
+  // The softmax of every row of the item in one call (its rows lie one after another in the scratch).
+  int64_t lengths[kMaxItemTokens * kMaxGroupHeads];
+  float inv_sum[kMaxItemTokens * kMaxGroupHeads];
+  for (int64_t i = 0; i < n; ++i) std::fill_n(lengths + i * g, g, end[i] - first[i]);
+  kernels.exp_scores(scores(0, 0), lengths, n * g, a.scale, inv_sum);
+  for (int64_t r = 0; r < n * g; ++r) inv_sum[r] = 1.0f / inv_sum[r];
   for (int64_t i = 0; i < n; ++i) {
-    kernels.exp_scores(scores(i, 0), g, end[i] - first[i], a.scale, inv_sum[i]);
-    for (int64_t h = 0; h < g; ++h) {
-      inv_sum[i][h] = 1.0f / inv_sum[i][h];
-      std::memset(output(i, h), 0, D * sizeof(float));
-    }
+    for (int64_t h = 0; h < g; ++h) std::memset(output(i, h), 0, D * sizeof(float));
   }
-  for_blocks(a.v_cache, [&](int64_t i, int64_t from, int64_t count, const float* v, int64_t stride) {
-    const float* w[kMaxGroupHeads];
-    float* out[kMaxGroupHeads];
-    for (int64_t h = 0; h < g; ++h) {
-      w[h] = scores(i, h) + (from - first[i]);
-      out[h] = output(i, h);
+  // Values: the tokens that read the same keys of a block (all of it, but in a prefill's last block) in one
+  // call, so that the level takes their heads four at a time.
+  for_blocks(a.v_cache, [&](int64_t j, int64_t rows, const float* block, int64_t stride) {
+    const float* w[kMaxItemTokens * kMaxGroupHeads];
+    float* out[kMaxItemTokens * kMaxGroupHeads];
+    for (int64_t i = 0; i < n;) {
+      const auto keys = keys_in(i, j, rows);
+      int64_t count = 0;
+      for (; i < n && keys_in(i, j, rows) == keys; ++i) {
+        for (int64_t h = 0; h < g; ++h, ++count) {
+          w[count] = scores(i, h) + (keys.first - first[i]);
+          out[count] = output(i, h);
+        }
+      }
+      const auto [from, to] = keys;
+      if (from < to) kernels.accumulate_rows(w, count, block + (from - j) * stride, stride, to - from, D, out);
     }
-    kernels.accumulate_rows(w, g, v, stride, count, D, out);
   });
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t h = 0; h < g; ++h) {
       float* out = output(i, h);
-      for (int64_t e = 0; e < D; ++e) out[e] *= inv_sum[i][h];
+      for (int64_t e = 0; e < D; ++e) out[e] *= inv_sum[i * g + h];
     }
   }
 }

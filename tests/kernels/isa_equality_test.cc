@@ -236,27 +236,39 @@ TEST_P(IsaEqualityTest, QuantizeActivationsEqualsPortableBitwise) {
 }
 
 // Paged attention's q·k for every length up to 80 (head dims 64 and 80 and all their tails), over
-// three key rows at a stride.
+// key rows at a stride, one query or several, each over its own range of the rows.
 TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).dot_rows;
   const auto got_fn = internal::KernelsFor(GetParam()).dot_rows;
   // 3 rows (one at a time on every level), 7 (AVX-512's sixteen-row fold partly empty), 16, 35 and 44
-  // (sixteen-row batches, then a tail of 3 one at a time, or of 12 in one partial batch).
+  // (sixteen-row batches, then a tail of 3 one at a time, or of 12 in one partial batch); 1 query, 3, and 8
+  // and 13 (AVX-512's transposed keys, four queries at a time and the rest).
   std::vector<int64_t> lengths = {128};  // every length to 80, and the 128-element head
   for (int64_t n = 0; n <= 80; ++n) lengths.push_back(n);
   for (int64_t rows : {3, 7, 16, 35, 44}) {
-    for (int64_t n : lengths) {
-      for (int rep = 0; rep < 10; ++rep) {
-        const int64_t stride = n + 3;
-        std::vector<float> q(n), k(rows * stride), want(rows), got(rows);
-        for (float& v : q) v = dist(rng);
-        for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
-        if (rep == 1 && n > 0) k[(rows / 2) * stride] = NAN;    // one row's sum a NaN
-        want_fn(q.data(), k.data(), stride, rows, n, want.data());
-        got_fn(q.data(), k.data(), stride, rows, n, got.data());
-        ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, n " << n << " rep " << rep;
+    for (int64_t num_queries : {1, 3, 8, 13}) {
+      for (int64_t n : lengths) {
+        for (int rep = 0; rep < 4; ++rep) {
+          const int64_t stride = n + 3;
+          std::vector<float> q(num_queries * n), k(rows * stride);
+          for (float& v : q) v = dist(rng);
+          for (float& v : k) v = rep == 0 ? -0.0f : dist(rng);  // rep 0: every product a signed zero
+          if (rep == 1 && n > 0) k[(rows / 2) * stride] = NAN;    // one row's sum a NaN
+          std::vector<float> want(num_queries * rows, 7.0f), got = want;
+          std::vector<internal::QueryScores> want_q, got_q;
+          for (int64_t j = 0; j < num_queries; ++j) {
+            // Query 0 all the rows, the others a random range (a prefill's last block of keys).
+            const int64_t lo = j == 0 ? 0 : static_cast<int64_t>(rng() % rows);
+            const int64_t hi = j == 0 ? rows : lo + 1 + static_cast<int64_t>(rng() % (rows - lo));
+            want_q.push_back({q.data() + j * n, want.data() + j * rows, lo, hi});
+            got_q.push_back({q.data() + j * n, got.data() + j * rows, lo, hi});
+          }
+          want_fn(want_q.data(), num_queries, k.data(), stride, n);
+          got_fn(got_q.data(), num_queries, k.data(), stride, n);
+          ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, " << num_queries << " queries, n " << n << " rep " << rep;
+        }
       }
     }
   }
@@ -298,20 +310,26 @@ TEST_P(IsaEqualityTest, ExpScoresEqualsPortableBitwise) {
   std::mt19937 rng(13);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).exp_scores;
   const auto got_fn = internal::KernelsFor(GetParam()).exp_scores;
-  // One row, and 3 and 7 rows (the sums four rows at a time and the rest), each row its own draw.
-  for (int64_t rows : {1, 3, 7}) {
-    for (int64_t n = 0; n <= 40; ++n) {
-      for (int rep = 0; rep < 20; ++rep) {
-        std::vector<float> want;
-        for (int64_t r = 0; r < rows; ++r) {
-          const std::vector<float> row = RandomScores(n, (rep + static_cast<int>(r)) % 20, &rng);
-          want.insert(want.end(), row.begin(), row.end());
+  // One row, 3, 7 and 19 rows (the sums eight rows at a time and the rest), each row its own draw; the rows
+  // n long, or n + r (a prefill's tokens, each attending one key more; eight rows' tails past their common
+  // length).
+  for (int64_t rows : {1, 3, 7, 19}) {
+    for (bool growing : {false, true}) {
+      for (int64_t n = 0; n <= 40; ++n) {
+        for (int rep = 0; rep < 10; ++rep) {
+          std::vector<float> want;
+          std::vector<int64_t> lengths;
+          for (int64_t r = 0; r < rows; ++r) {
+            lengths.push_back(growing ? n + r : n);
+            const std::vector<float> row = RandomScores(lengths.back(), (rep + static_cast<int>(r)) % 20, &rng);
+            want.insert(want.end(), row.begin(), row.end());
+          }
+          std::vector<float> got = want, want_sums(rows), got_sums(rows);
+          want_fn(want.data(), lengths.data(), rows, 0.125f, want_sums.data());
+          got_fn(got.data(), lengths.data(), rows, 0.125f, got_sums.data());
+          ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, n " << n << " rep " << rep;
+          ASSERT_TRUE(BitwiseEqual(want_sums, got_sums)) << rows << " rows, n " << n << " rep " << rep;
         }
-        std::vector<float> got = want, want_sums(rows), got_sums(rows);
-        want_fn(want.data(), rows, n, 0.125f, want_sums.data());
-        got_fn(got.data(), rows, n, 0.125f, got_sums.data());
-        ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, n " << n << " rep " << rep;
-        ASSERT_TRUE(BitwiseEqual(want_sums, got_sums)) << rows << " rows, n " << n << " rep " << rep;
       }
     }
   }
@@ -395,27 +413,29 @@ TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
 }
 
 // The portable level's exp_scores is PortableExpF written out: the same bits as the shared function,
-// each row's sum in position order.
+// each row's sum in position order (rows of different lengths, more than one group of eight).
 TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
   std::mt19937 rng(15);
   const auto fn = internal::KernelsFor(Isa::kPortable).exp_scores;
-  constexpr int64_t kRows = 5, kN = 37;
+  constexpr int64_t kRows = 11;
   for (int rep = 0; rep < 4; ++rep) {
     std::vector<float> s, want_sums(kRows), sums(kRows);
+    std::vector<int64_t> lengths;
     for (int64_t r = 0; r < kRows; ++r) {
-      const std::vector<float> row = RandomScores(kN, (rep + static_cast<int>(r)) % 5, &rng);
+      lengths.push_back(30 + 3 * r % 7);
+      const std::vector<float> row = RandomScores(lengths.back(), (rep + static_cast<int>(r)) % 5, &rng);
       s.insert(s.end(), row.begin(), row.end());
     }
     std::vector<float> want = s;
-    for (int64_t r = 0; r < kRows; ++r) {
-      float* row = want.data() + r * kN;
+    float* row = want.data();
+    for (int64_t r = 0; r < kRows; row += lengths[r], ++r) {
       float max = -INFINITY;
-      for (int64_t j = 0; j < kN; ++j) max = std::fmax(max, row[j] *= 0.125f);
+      for (int64_t j = 0; j < lengths[r]; ++j) max = std::fmax(max, row[j] *= 0.125f);
       float sum = 0.0f;
-      for (int64_t j = 0; j < kN; ++j) sum += (row[j] = PortableExpF(row[j] - max));
+      for (int64_t j = 0; j < lengths[r]; ++j) sum += (row[j] = PortableExpF(row[j] - max));
       want_sums[r] = sum;
     }
-    fn(s.data(), kRows, kN, 0.125f, sums.data());
+    fn(s.data(), lengths.data(), kRows, 0.125f, sums.data());
     ASSERT_TRUE(BitwiseEqual(want, s)) << "rep " << rep;
     ASSERT_TRUE(BitwiseEqual(want_sums, sums)) << "rep " << rep;
   }

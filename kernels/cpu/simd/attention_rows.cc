@@ -4,6 +4,7 @@
 // ExpScores, per row: s[j] = s[j] · scale; max = the largest s[j] (a NaN never wins);
 //   s[j] = PortableExpF(s[j] − max) (exp_lanes.h); the row's Σ s[j] summed in j order, one f32 add at a time.
 // AccumulateRows, per output o: out[o][i] = fma(w[o][r], v[r · v_stride + i], out[o][i]) for r in order.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -58,15 +59,20 @@ void ExpRow(float* s, int64_t n, float max) {
   }
 }
 
-// The sums of R rows n apart, each in j order one add at a time; the R chains are independent, so
-// interleaving them hides the add's latency.
+// The sums of R rows, each in j order one add at a time; the R chains are independent, so interleaving
+// them hides the add's latency (the rows' common length; then each row's own tail).
 template <int R>
-void SumRows(const float* s, int64_t n, float* sums) {
+void SumRows(const float* const* s, const int64_t* n, float* sums) {
   float acc[R] = {};
-  for (int64_t j = 0; j < n; ++j) {
-    for (int r = 0; r < R; ++r) acc[r] += s[r * n + j];
+  int64_t common = n[0];
+  for (int r = 1; r < R; ++r) common = std::min(common, n[r]);
+  for (int64_t j = 0; j < common; ++j) {
+    for (int r = 0; r < R; ++r) acc[r] += s[r][j];
   }
-  for (int r = 0; r < R; ++r) sums[r] = acc[r];
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = common; j < n[r]; ++j) acc[r] += s[r][j];
+    sums[r] = acc[r];
+  }
 }
 
 // Outputs o < O at once, columns [i, i + W · C) of each: acc = fma(w[o][r], v[r · v_stride + ...], acc) for every
@@ -126,15 +132,30 @@ void AccumulateColumns(const float* const* w, int64_t num_outputs, const float* 
 
 }  // namespace
 
-void ExpScores(float* s, int64_t rows, int64_t n, float scale, float* sums) {
-  for (int64_t r = 0; r < rows; ++r) ExpRow(s + r * n, n, ScaleAndMax(s + r * n, n, scale));
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) SumRows<4>(s + r * n, n, sums + r);
-  switch (rows - r) {
-    case 3: SumRows<3>(s + r * n, n, sums + r); break;
-    case 2: SumRows<2>(s + r * n, n, sums + r); break;
-    case 1: SumRows<1>(s + r * n, n, sums + r); break;
-    default: break;
+void ExpScores(float* s, const int64_t* lengths, int64_t rows, float scale, float* sums) {
+  // Eight rows' sums at a time: a prefill's item has many rows (its tokens' heads), of nearly equal lengths.
+  constexpr int64_t kGroup = 8;
+  const float* row[kGroup];
+  int64_t n[kGroup];
+  for (int64_t r = 0; r < rows;) {
+    const int64_t count = std::min(kGroup, rows - r);
+    for (int64_t i = 0; i < count; ++i, ++r) {
+      ExpRow(s, lengths[r], ScaleAndMax(s, lengths[r], scale));
+      row[i] = s;
+      n[i] = lengths[r];
+      s += lengths[r];
+    }
+    float* out = sums + r - count;
+    switch (count) {
+      case 8: SumRows<8>(row, n, out); break;
+      case 7: SumRows<7>(row, n, out); break;
+      case 6: SumRows<6>(row, n, out); break;
+      case 5: SumRows<5>(row, n, out); break;
+      case 4: SumRows<4>(row, n, out); break;
+      case 3: SumRows<3>(row, n, out); break;
+      case 2: SumRows<2>(row, n, out); break;
+      default: SumRows<1>(row, n, out); break;
+    }
   }
 }
 

@@ -18,6 +18,9 @@
 #elif defined(__AVX2__) && defined(__FMA__)
 #define TPSERVE_DOT4 1
 #endif
+#if TPSERVE_DOT16
+#include "kernels/cpu/simd/transpose16_avx512.h"
+#endif
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 namespace {
@@ -93,19 +96,29 @@ inline void Dot4(const float* q, const float* k, int64_t k_stride, int64_t n, fl
 // side by side in each step: b = lo8 + hi8 (row pairs in one register), s[i] = b[i] + b[i + 4] (four rows
 // in one register's 128-bit lanes), then (s0 + s2) and (s1 + s3), then their sum. Rows past num_rows read
 // the last row again and are not stored. (Folding one key at a time cost more than its 4 FMAs on
-// 64-element heads.) kChunks > 0: n = 16 · kChunks, the loop unrolled (GCC then keeps the accumulators in
-// registers; with a loop it zeroes them in memory and reloads them); 0: any n.
+// 64-element heads.) kChunks > 0: n = 16 · kChunks, q held in registers; 0: any n.
 template <int kChunks>
 void Dot16(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
-  if constexpr (kChunks > 0) n = 16 * kChunks;
   __m512 acc[16];
-  for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
-  const int64_t last_step = (num_rows - 1) * k_stride;  // rows past num_rows stay on the last one
-#pragma GCC unroll 8
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 qc = _mm512_loadu_ps(q + i);
+  if constexpr (kChunks > 0) {
+    // q's chunks stay in registers and each row is read through one pointer: with the chunks outside and
+    // the rows inside, the sixteen row addresses did not fit the general registers and were spilled.
+    __m512 qc[kChunks];
+    for (int c = 0; c < kChunks; ++c) qc[c] = _mm512_loadu_ps(q + 16 * c);
+    const float* row = k;
     for (int r = 0; r < 16; ++r) {
-      acc[r] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(k + std::min<int64_t>(r * k_stride, last_step) + i), acc[r]);
+      acc[r] = _mm512_setzero_ps();
+      for (int c = 0; c < kChunks; ++c) acc[r] = _mm512_fmadd_ps(qc[c], _mm512_loadu_ps(row + 16 * c), acc[r]);
+      if (r + 1 < num_rows) row += k_stride;  // rows past num_rows read the last row again
+    }
+  } else {
+    for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+    const int64_t last_step = (num_rows - 1) * k_stride;  // rows past num_rows stay on the last one
+    for (int64_t i = 0; i < n; i += 16) {
+      const __m512 qc = _mm512_loadu_ps(q + i);
+      for (int r = 0; r < 16; ++r) {
+        acc[r] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(k + std::min<int64_t>(r * k_stride, last_step) + i), acc[r]);
+      }
     }
   }
   // pairs[p] = [b of row 2p (8 lanes) | b of row 2p + 1].
@@ -134,9 +147,8 @@ void Dot16(const float* q, const float* k, int64_t k_stride, int64_t num_rows, i
 }
 #endif
 
-}  // namespace
-
-void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
+// One query against rows [0, num_rows) of k.
+void DotQuery(const float* q, const float* k, int64_t k_stride, int64_t num_rows, int64_t n, float* out) {
   int64_t r = 0;
 #if TPSERVE_DOT16
   // A partial group of at least kMinDot16Rows still beats one fold per key.
@@ -153,6 +165,104 @@ void DotRows(const float* q, const float* k, int64_t k_stride, int64_t num_rows,
   }
 #endif
   for (; r < num_rows; ++r) out[r] = Dot(q, k + r * k_stride, n);
+}
+
+#if TPSERVE_DOT16
+// Many queries of one block (a prefill's run of tokens): the block's keys transposed once, sixteen rows at a
+// time, so that a vector holds one position of sixteen keys; then each query's sixteen scores are its 16 lane
+// chains side by side, chain l = fma(q[l + 16c], keys' element l + 16c, ·) over c from +0, folded by Fold16's
+// tree across the chains (b = chain i + chain i + 8, s = b[i] + b[i + 4], (s0 + s2) + (s1 + s3)), every lane
+// of it one key's. The fold costs 15 adds per sixteen scores instead of about 30 shuffles, and four queries
+// share each load of the transposed keys. (The transposing, 64 shuffles per 256 keys' values, pays from
+// about eight queries.)
+constexpr int64_t kMinTransposedQueries = 8;
+constexpr int64_t kMaxTransposedChunks = 16;  // head dims up to 256
+
+// Chain l of Q queries over the transposed keys kt ([16 · C][16]).
+template <int Q, int C>
+[[gnu::always_inline]] inline void Chain(const float* const (&q)[Q], const float* kt, int l, __m512 (&acc)[Q]) {
+  for (int j = 0; j < Q; ++j) acc[j] = _mm512_setzero_ps();
+  for (int c = 0; c < C; ++c) {
+    const __m512 keys = _mm512_loadu_ps(kt + (l + 16 * c) * 16);
+    for (int j = 0; j < Q; ++j) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[j][l + 16 * c]), keys, acc[j]);
+  }
+}
+
+// Lanes [lo, hi) of a query's sixteen scores (rows r0..r0 + 15 of the block) to its out.
+inline void StoreScores(const QueryScores& qs, int64_t r0, __m512 scores) {
+  const int64_t lo = std::max(qs.lo, r0), hi = std::min(qs.hi, r0 + 16);
+  if (lo >= hi) return;
+  const int shift = static_cast<int>(lo - r0);
+  if (shift > 0) scores = _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                                                     12, 13, 14, 15),
+                                                                   _mm512_set1_epi32(shift)),
+                                                scores);
+  _mm512_mask_storeu_ps(qs.out + (lo - qs.lo), static_cast<__mmask16>((1u << (hi - lo)) - 1), scores);
+}
+
+template <int Q, int C>
+void ScoreQueries(const QueryScores* qs, const float* kt, int64_t r0) {
+  const float* q[Q];
+  for (int j = 0; j < Q; ++j) q[j] = qs[j].q;
+  // b[i] = chain i + chain i + 8, through memory: held in registers, the whole tree did not fit them.
+  __m512 b[8][Q];
+#pragma GCC unroll 1
+  for (int i = 0; i < 8; ++i) {
+    __m512 lo[Q], hi[Q];
+    Chain<Q, C>(q, kt, i, lo);
+    Chain<Q, C>(q, kt, i + 8, hi);
+    for (int j = 0; j < Q; ++j) b[i][j] = _mm512_add_ps(lo[j], hi[j]);
+  }
+  for (int j = 0; j < Q; ++j) {
+    __m512 s[4];
+    for (int i = 0; i < 4; ++i) s[i] = _mm512_add_ps(b[i][j], b[i + 4][j]);
+    StoreScores(qs[j], r0, _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3])));
+  }
+}
+
+template <int C>
+void DotQueriesTransposed(const QueryScores* queries, int64_t num_queries, const float* k, int64_t k_stride) {
+  int64_t num_rows = 0;
+  for (int64_t j = 0; j < num_queries; ++j) num_rows = std::max(num_rows, queries[j].hi);
+  alignas(64) float kt[16 * C * 16];
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 16) {
+    const int64_t rows = std::min<int64_t>(16, num_rows - r0);
+    for (int c = 0; c < C; ++c) {
+      __m512 r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        r[i] = i < rows ? _mm512_loadu_ps(k + (r0 + i) * k_stride + 16 * c) : _mm512_setzero_ps();
+      }
+      TransposeFloats16(r);
+      for (int p = 0; p < 16; ++p) _mm512_store_ps(kt + (16 * c + p) * 16, r[p]);
+    }
+    int64_t j = 0;
+    for (; j + 4 <= num_queries; j += 4) ScoreQueries<4, C>(queries + j, kt, r0);
+    switch (num_queries - j) {
+      case 3: ScoreQueries<3, C>(queries + j, kt, r0); break;
+      case 2: ScoreQueries<2, C>(queries + j, kt, r0); break;
+      case 1: ScoreQueries<1, C>(queries + j, kt, r0); break;
+      default: break;
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void DotRows(const QueryScores* queries, int64_t num_queries, const float* k, int64_t k_stride, int64_t n) {
+#if TPSERVE_DOT16
+  if (num_queries >= kMinTransposedQueries && n % 16 == 0 && n / 16 <= kMaxTransposedChunks) {
+    switch (n / 16) {  // the common head sizes
+      case 4: return DotQueriesTransposed<4>(queries, num_queries, k, k_stride);
+      case 8: return DotQueriesTransposed<8>(queries, num_queries, k, k_stride);
+      default: break;
+    }
+  }
+#endif
+  for (int64_t j = 0; j < num_queries; ++j) {
+    const QueryScores& qs = queries[j];
+    DotQuery(qs.q, k + qs.lo * k_stride, k_stride, qs.hi - qs.lo, n, qs.out);
+  }
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
