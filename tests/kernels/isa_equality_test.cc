@@ -267,7 +267,8 @@ TEST_P(IsaEqualityTest, DotRowsEqualsPortableBitwise) {
           }
           want_fn(want_q.data(), num_queries, k.data(), stride, n);
           got_fn(got_q.data(), num_queries, k.data(), stride, n);
-          ASSERT_TRUE(BitwiseEqual(want, got)) << rows << " rows, " << num_queries << " queries, n " << n << " rep " << rep;
+          ASSERT_TRUE(BitwiseEqual(want, got))
+              << rows << " rows, " << num_queries << " queries, n " << n << " rep " << rep;
         }
       }
     }

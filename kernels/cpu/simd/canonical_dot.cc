@@ -176,7 +176,6 @@ void DotQuery(const float* q, const float* k, int64_t k_stride, int64_t num_rows
 // share each load of the transposed keys. (The transposing, 64 shuffles per 256 keys' values, pays from
 // about eight queries.)
 constexpr int64_t kMinTransposedQueries = 8;
-constexpr int64_t kMaxTransposedChunks = 16;  // head dims up to 256
 
 // Chain l of Q queries over the transposed keys kt ([16 · C][16]).
 template <int Q, int C>
@@ -193,10 +192,10 @@ inline void StoreScores(const QueryScores& qs, int64_t r0, __m512 scores) {
   const int64_t lo = std::max(qs.lo, r0), hi = std::min(qs.hi, r0 + 16);
   if (lo >= hi) return;
   const int shift = static_cast<int>(lo - r0);
-  if (shift > 0) scores = _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                                                     12, 13, 14, 15),
-                                                                   _mm512_set1_epi32(shift)),
-                                                scores);
+  if (shift > 0) {
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    scores = _mm512_permutexvar_ps(_mm512_add_epi32(lanes, _mm512_set1_epi32(shift)), scores);
+  }
   _mm512_mask_storeu_ps(qs.out + (lo - qs.lo), static_cast<__mmask16>((1u << (hi - lo)) - 1), scores);
 }
 
@@ -251,12 +250,9 @@ void DotQueriesTransposed(const QueryScores* queries, int64_t num_queries, const
 
 void DotRows(const QueryScores* queries, int64_t num_queries, const float* k, int64_t k_stride, int64_t n) {
 #if TPSERVE_DOT16
-  if (num_queries >= kMinTransposedQueries && n % 16 == 0 && n / 16 <= kMaxTransposedChunks) {
-    switch (n / 16) {  // the common head sizes
-      case 4: return DotQueriesTransposed<4>(queries, num_queries, k, k_stride);
-      case 8: return DotQueriesTransposed<8>(queries, num_queries, k, k_stride);
-      default: break;
-    }
+  if (num_queries >= kMinTransposedQueries && (n == 64 || n == 128)) {  // the common head sizes
+    return n == 64 ? DotQueriesTransposed<4>(queries, num_queries, k, k_stride)
+                   : DotQueriesTransposed<8>(queries, num_queries, k, k_stride);
   }
 #endif
   for (int64_t j = 0; j < num_queries; ++j) {
