@@ -12,7 +12,12 @@
 // add) two near-ties went the other way: "Once upon a time," at its 43rd id takes 2268 (" once") over 701
 // (" people"), as the float64 reference does (log-probabilities -1.123 and -1.326; this engine -1.133 and
 // -1.264, before -1.198 and -1.194), and fibonacci at its 62nd id 30 (".") over 32 ("0"), where the reference keeps 32
-// (-1.298 and -1.348; this engine -1.271 and -1.328, before -1.505 and -1.202).
+// (-1.298 and -1.348; this engine -1.271 and -1.328, before -1.505 and -1.202). With stop 46's float exp (fmas,
+// within one ulp as before, the nearest float 99.5 % of the time instead of 99.95 %) two engine near-ties
+// moved: fibonacci's 62nd id back to 32, the float64 reference's choice (this engine -1.255 against -1.393
+// for 30; the reference -1.298 and -1.348), and the capital's 20th id from 198 ("\n") to 2 ("<|im_end|>")
+// (this engine -1.377 against -1.441 for 198; the reference prefers 198, -1.277 against -1.620: the
+// engine's Q8 activations and Q4_1 weights were already 0.16 from it on that token).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -94,14 +99,14 @@ TEST_F(SmolLm2Test, GreedyContinuationsMatchGoldenOnEveryIsaLevel) {
   const std::vector<Golden> goldens = {
       {"The capital of France is",
        {7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701, 30,
-        198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701, 30, 198, 198,
-        504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701, 30, 198, 198, 504, 1797,
-        1918, 553, 253, 2155, 282, 4723, 216}},
+        2, 198, 1, 520, 9531, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701,
+        30, 2, 198, 2, 1, 9690, 198, 2, 198, 1, 4093, 198, 57, 5248, 3946, 288, 7198, 253, 725, 1406, 28,
+        253, 5069, 1478, 3292}},
       {"def fibonacci(n):",
        {472, 585, 304, 1758, 216, 32, 42, 448, 1003, 216, 33, 472, 1003, 304, 1672, 3987, 46477, 24, 94,
         731, 216, 33, 25, 198, 198, 19, 4246, 260, 1517, 198, 3272, 24, 38572, 46477, 24, 33, 32, 1292,
         216, 907, 21367, 42, 216, 35, 35, 35, 198, 3272, 24, 38572, 46477, 24, 34, 32, 1292, 216, 907,
-        21367, 42, 216, 33, 30, 32, 198}},
+        21367, 42, 216, 33, 32, 32, 32}},
       {"Once upon a time,",
        {260, 2240, 282, 23324, 27108, 436, 253, 15114, 39228, 28, 351, 25854, 41658, 284, 14055, 9018, 30,
         1249, 347, 260, 929, 3514, 411, 28, 260, 2240, 2585, 288, 5946, 624, 2798, 3905, 30, 378, 4789, 2585,
