@@ -126,6 +126,7 @@ Status LlamaModel::Forward(const ForwardBatch& batch, const std::vector<LayerKvC
     const float scale = std::sqrt(static_cast<float>(hidden));
     for (int64_t i = 0; i < num_tokens * hidden; ++i) x_[i] *= scale;
   }
+  rope_freq_ = nullptr;  // new positions
   for (size_t l = 0; l < layers_.size(); ++l) {
     RETURN_IF_ERROR(LayerForward(layers_[l], batch, kv_caches[l], pool, comm));
   }
@@ -156,6 +157,17 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
   });
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
   layer.qkv.Forward(h_.data(), num_tokens, qkv_out, pool);
+  // The angles once per step for all the layers with these frequencies (most models: every layer).
+  const int64_t half = head_dim / 2;
+  if (rope_freq_ == nullptr || *rope_freq_ != layer.inv_freq) {
+    Grow(rope_cos_, num_tokens * half);
+    Grow(rope_sin_, num_tokens * half);
+    ForTokenRows(pool, num_tokens, 64 * half, [&](int64_t begin, int64_t end) {  // ~64 flops a sin and cos
+      RopeAngles(batch.positions + begin, end - begin, layer.inv_freq.data(), half, rope_cos_.data() + begin * half,
+                 rope_sin_.data() + begin * half);
+    });
+    rope_freq_ = &layer.inv_freq;
+  }
   // Per token: the Q/K norms, RoPE and the KV write (each token its own cache slot).
   const int32_t* slots = batch.slot_mapping + cache.group * num_tokens;
   const int64_t q_elems = num_heads * head_dim, kv_elems = num_kv_heads * head_dim;
@@ -167,8 +179,10 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
       RmsNorm(q, layer.q_norm.data(), n * num_heads, head_dim, config_.rms_eps, q);
       RmsNorm(k, layer.k_norm.data(), n * num_kv_heads, head_dim, config_.rms_eps, k);
     }
-    ApplyRope(q, batch.positions + begin, n, num_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
-    ApplyRope(k, batch.positions + begin, n, num_kv_heads, head_dim, layer.inv_freq.data(), config_.rope_layout);
+    const float* cos_t = rope_cos_.data() + begin * half;
+    const float* sin_t = rope_sin_.data() + begin * half;
+    RotateHeads(q, n, num_heads, head_dim, cos_t, sin_t, config_.rope_layout);
+    RotateHeads(k, n, num_kv_heads, head_dim, cos_t, sin_t, config_.rope_layout);
     WriteKvCache(k, v_.data() + begin * kv_elems, slots + begin, n, num_kv_heads, head_dim, cache.k, cache.v,
                  cache.dtype);
   });

@@ -110,6 +110,10 @@ class LlamaModel {
   std::vector<float> gate_;    // [T, ffn_shard]
   std::vector<float> up_;      // [T, ffn_shard]
   std::vector<float> final_;   // [num_logit_rows, hidden]
+  // This step's RoPE angles (RopeAngles), for the layers whose frequencies are *rope_freq_: computed by the
+  // first layer of a step that needs them, reused by every layer with the same frequencies.
+  std::vector<float> rope_cos_, rope_sin_;  // [T, D / 2]
+  const std::vector<float>* rope_freq_ = nullptr;
 };
 
 }  // namespace tpserve
