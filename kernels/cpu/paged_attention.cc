@@ -186,12 +186,16 @@ std::vector<std::pair<int64_t, int64_t>> TokenRuns(const PagedAttentionArgs& a, 
   return runs;
 }
 
-// The items of heads [begin, end) of heads_by_kv for one run: one per KV head the range touches.
+// The items of heads [begin, end) of heads_by_kv for one run: one per KV head the range touches (per
+// kMaxGroupHeads of its heads: a model with more query heads to a KV head than that, say 32 to 1, split in
+// two ranges).
 void AddHeadRange(const std::vector<int64_t>& kv_begin, int64_t begin, int64_t end, int64_t t, int64_t count,
                   AttendPlan* plan) {
   for (int64_t kvh = 0; kvh + 1 < static_cast<int64_t>(kv_begin.size()); ++kvh) {
     const int64_t from = std::max(begin, kv_begin[kvh]), to = std::min(end, kv_begin[kvh + 1]);
-    if (from < to) plan->items.push_back({t, count, kvh, plan->heads_by_kv.data() + from, to - from});
+    for (int64_t h = from; h < to; h += kMaxGroupHeads) {
+      plan->items.push_back({t, count, kvh, plan->heads_by_kv.data() + h, std::min(kMaxGroupHeads, to - h)});
+    }
   }
 }
 

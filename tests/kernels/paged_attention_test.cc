@@ -181,6 +181,19 @@ TEST(PagedAttentionTest, MixedBatchMatchesFloat64ForGqaShapes) {
   }
 }
 
+// A multi-query model, 64 query heads to one KV head: a lone decode on 2 threads splits the heads between
+// the threads, 32 each, more than one item holds (kMaxGroupHeads); a prefill chunk of 20 tokens beside it.
+TEST(PagedAttentionTest, ManyQueryHeadsToOneKvHeadMatchFloat64) {
+  for (const std::vector<SeqSpec>& seqs : {std::vector<SeqSpec>{{40, 1}}, std::vector<SeqSpec>{{3, 20}}}) {
+    const Problem p = MakeProblem(64, 1, 64, 16, seqs, 17);
+    const PagedCache c = Place(p, /*shuffle=*/true, 8);
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      ExpectMatchesFloat64(p, RunAttention(p, c, &pool));
+    }
+  }
+}
+
 // A window of 6 keys (inside and across blocks of 4); the positions before every token's window are
 // poisoned in the cache, so reading one would turn the output into NaN.
 TEST(PagedAttentionTest, SlidingWindowMatchesFloat64AndReadsNothingBefore) {
