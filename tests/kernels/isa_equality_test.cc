@@ -57,7 +57,9 @@ TEST_P(IsaEqualityTest, MatMulEqualsPortableBitwise) {
     const std::vector<int64_t> float_cols = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1001};
     const std::vector<int64_t> quant_cols = FitCols(type, {32, 64, 96, 576});
     for (int64_t cols : quantized ? quant_cols : float_cols) {
-      for (int64_t rows : {1, 3, 7, 37, 100}) {  // 100: two whole panels of 48 (three of 32) and a part
+      // 100: two whole panels of 48 (three of 32) and a part. One token reads four quads of rows at a time: 27,
+      // 37 and 44 end with 2, 1 and 3 of them (one thread's rows; two threads split them too).
+      for (int64_t rows : {1, 3, 7, 27, 37, 44, 100}) {
         // Tiles, and (kPanelMinTokens, float weights kFloatPanelMinTokens, and up) the panels with their
         // token tails.
         for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{17}, internal::kPanelMinTokens,
@@ -180,9 +182,10 @@ TEST_P(IsaEqualityTest, MatMulFixedPointEqualsPortableBitwise) {
   ThreadPool pool(2);
   for (DType type : kSupportedDTypes) {
     // Float weights: 300 columns are 18 whole chunks and a partial one, 60 three and a partial one; 37 rows are
-    // two of the decode path's groups of 16 rows and a part.
+    // two of the decode path's groups of 16 rows and a part. Quantised: 3072 columns are long enough rows for
+    // AVX-512's one-token row stream, 96 short ones for its sixteen-row quads.
     const std::vector<int64_t> cols_list =
-        IsQuantized(type) ? std::vector<int64_t>{FitCols(type, 96)} : std::vector<int64_t>{37, 60, 300};
+        IsQuantized(type) ? FitCols(type, {96, 3072}) : std::vector<int64_t>{37, 60, 300};
     for (int64_t cols : cols_list) {
       for (int64_t rows : {13, 37}) {
         for (int64_t num_tokens : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{9},

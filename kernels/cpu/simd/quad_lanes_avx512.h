@@ -125,6 +125,17 @@ inline GroupF RowsInGroups(__m128 v) { return {_mm512_permutexvar_ps(RowGroups()
 // The four tokens' values (token t's in four[t]) in each row's elements.
 inline GroupF TokensInGroups(const float* four) { return {_mm512_broadcast_f32x4(_mm_loadu_ps(four))}; }
 
+// x in every element.
+inline GroupF EveryElement(float x) { return {_mm512_set1_ps(x)}; }
+// Four quads' row values (quad t's in v[t], row r in element r) in a group's order: element 4r + t is v[t]'s r.
+inline GroupF QuadsInGroups(const __m128 (&v)[4]) {
+  __m512 all = _mm512_castps128_ps512(v[0]);  // element 4t + r
+  all = _mm512_insertf32x4(all, v[1], 1);
+  all = _mm512_insertf32x4(all, v[2], 2);
+  all = _mm512_insertf32x4(all, v[3], 3);
+  return {_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), all)};
+}
+
 // The int64 sums of a group's 16 results (MatMulFixedPoint's): Add rounds terms already scaled by 2^32.
 struct GroupFixed {
   void Add(GroupF terms) {

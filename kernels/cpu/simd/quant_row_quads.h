@@ -66,6 +66,68 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
   for (int r = 0; r < 4; ++r) y[r] = acc.Result(r, 0);
 }
 
+// One token against four quads of rows at once (16 adjacent rows; the call's last 4-12: nq real quads, the
+// others reading quad 0 again and never stored), each block's quads' lanes reduced in one transposing tree
+// (TokenTotals, element 4r + t being row r of quad t) and its scales, fmas and fixed-point terms taken for the
+// 16 rows in one vector. The same operations per output as FloatSums and FixedSums of 4 rows and 1 token, in
+// the same order. The 32-value block types read so: QuadPass spent six operations on each quad's totals and
+// four-lane operations on the rest, 45 instructions per block of four Q5_0 rows (SmolLM2 Q4_K_M's attention
+// and gate/up rows), and four quads read Q5_0 at one thread 1.2-1.6x as fast (bench/README.md, "Decode over
+// sixteen rows"). The K-quants keep QuadPass: their readers' scale state and 16 streams of long rows made them
+// slower. So does the AVX2 level (Q5_0 0.91x: 16 ymm registers), and Q8_0 there; AVX-512 streams Q8_0 one row
+// at a time (quant_row_stream_avx512.h).
+#if TPSERVE_QUANT_ROW_STREAM
+template <DType kType>
+inline constexpr bool kSixteenRows = kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
+                                     kType == DType::kQ5_1;
+inline constexpr int kTokenQuads = 4;
+
+// acts: LoadQuadAct's (the stored bias, which TokenLanes reads as kTokenBiasShift's for these types).
+template <DType kType, class Out>
+void QuadsPass(const uint8_t* w, int64_t row_bytes, int nq, const BlockQ8Act* act, const QuadAct* acts,
+               int64_t num_blocks, Out* y) {
+  static_assert(kTokenBiasShift<kType> == kBiasShift<kType>);
+  constexpr bool kFixed = std::is_same_v<Out, int64_t>;
+  constexpr bool kOffset = MinKindOf(kType) == MinKind::kOffset;
+  const __m128 sums_scale = _mm_set1_ps(kFixed ? kFixedPointScale : 1.0f);
+  GroupF acc = ZeroGroup(), acc_min = ZeroGroup();
+  GroupFixed fixed;
+  TilePrefetch<kBytesPer256<kType>, 4 * kTokenQuads, true> prefetch(w, row_bytes);
+  auto reader = [&](int t) { return QuadReader<kType>(w + (t < nq ? 4 * t : 0) * row_bytes, row_bytes); };
+  QuadReader<kType> readers[kTokenQuads] = {reader(0), reader(1), reader(2), reader(3)};
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    prefetch.At(b * kQuantBlock);
+    QuadVec lanes[kTokenQuads];
+    __m128 d[kTokenQuads], m[kTokenQuads];
+    for (int t = 0; t < kTokenQuads; ++t) {
+      const QuadBlock q = readers[t].Load(b);
+      lanes[t] = TokenLanes<kType>(q.lo, q.hi, acts[b], q.lo_scale, q.hi_scale);
+      d[t] = _mm_mul_ps(q.d, sums_scale);
+      m[t] = _mm_mul_ps(q.m, sums_scale);
+    }
+    const GroupF totals = TokenTotals(lanes);
+    const GroupF scale = QuadsInGroups(d) * EveryElement(act[b].d);
+    if constexpr (kFixed) {
+      GroupF terms = totals * scale;
+      if constexpr (kOffset) terms = terms + QuadsInGroups(m) * EveryElement(act[b].sum);
+      fixed.Add(terms);
+    } else {
+      acc = Fma(totals, scale, acc);
+      if constexpr (kOffset) acc_min = acc_min + QuadsInGroups(m) * EveryElement(act[b].sum);
+    }
+  }
+  Out v[4 * kTokenQuads];  // element 4r + t
+  if constexpr (kFixed) {
+    fixed.Store(v);
+  } else {
+    StoreGroup(acc + acc_min, v);
+  }
+  for (int t = 0; t < nq; ++t) {
+    for (int r = 0; r < 4; ++r) y[4 * t + r] = v[4 * r + t];
+  }
+}
+#endif
+
 // Decode batches below the panels: up to kQuadMaxGroups groups of kQuadGroupTokens tokens against four rows
 // at once, element 4r + t of a group's vectors (GroupF, the level's) being row r against the group's token t.
 // Each block's quad is read once for every token; a token's halves are broadcast from its activation block,
@@ -198,9 +260,10 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
 }
 
 // RowsFn (matmul_tile.h). One token: on AVX-512 the types and reductions of HasRowStream go through the row
-// stream (quant_row_stream_avx512.h), every row; the others get their blocks broadcast (and their biased
-// sums) once, then every whole quad of rows. From the level's kQuadMinTokens: QuadTokenRows. The last
-// num_rows % 4 rows of the quads are left to the tiles.
+// stream (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get their
+// blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for the
+// sixteen-row types. From the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows of the quads
+// are left to the tiles.
 template <DType kType, class Sums>
 int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
                  int64_t num_tokens, int64_t cols, typename Sums::Out* y, int64_t y_stride) {
@@ -212,13 +275,27 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   const int64_t num_blocks = cols / kQuantBlock;
 #if TPSERVE_QUANT_ROW_STREAM
   if constexpr (HasRowStream<kType, typename Sums::Out>()) {
-    return QuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
+    // The sixteen-row types' fixed point streams only rows too long for the quads' prefetch to run ahead in
+    // address order (the 1B model's 8192 columns: 421 against 329 us; 576 and 1536 columns 1.1-1.7x faster
+    // through the quads).
+    if (!kSixteenRows<kType> || 4 * kTokenQuads * row_bytes > kLinearPrefetchBytes) {
+      return QuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
+    }
   }
 #endif
   thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
   if (static_cast<int64_t>(acts.size()) < num_blocks) acts.resize(num_blocks);
   for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
   const int64_t quads = num_rows / 4 * 4;
+#if TPSERVE_QUANT_ROW_STREAM
+  if constexpr (kSixteenRows<kType>) {
+    for (int64_t r = 0; r < quads; r += 4 * kTokenQuads) {
+      const int nq = static_cast<int>(std::min<int64_t>(kTokenQuads, (quads - r) / 4));
+      QuadsPass<kType, typename Sums::Out>(w + r * row_bytes, row_bytes, nq, act, acts.data(), num_blocks, y + r);
+    }
+    return quads;
+  }
+#endif
   for (int64_t r = 0; r < quads; r += 4) {
     QuadPass<kType, Sums>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
   }

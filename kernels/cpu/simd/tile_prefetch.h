@@ -31,8 +31,11 @@ inline constexpr int64_t kPrefetchAheadBytes = 8192;
 // One thread, weights cycled out of the cache, ns per 32 weights of a row, without -> with (bench/README.md,
 // "Decode over four rows"; the next tile then): Q4_1 1536 x 576 1.90 -> 1.32, 576 x 1536 (fixed point)
 // 3.54 -> 1.34; Q6_K 576 x 1536 6.05 -> 2.20; Q4_K 2048 x 8192 2.69 -> 2.57; F16 1536 x 576 6.9 -> 4.7,
-// 576 x 1536 5.1 -> 3.9.
-inline constexpr int64_t kLinearPrefetchBytes = 16384;
+// 576 x 1536 5.1 -> 3.9. 32 KB, not 16 (Zen 5, one thread, us per call, weights from memory): a 16-row quad
+// pass over 1536-column Q5_0 rows (17 KB) 50 -> 22, and the K-quants' four-row tiles of the 1B model's 8192
+// columns (18-27 KB), whose rows are only read two 256-value steps ahead otherwise: Q4_K 819-876 -> 453,
+// Q6_K 1393-1414 -> 628 (bench/README.md, "Decode over sixteen rows").
+inline constexpr int64_t kLinearPrefetchBytes = 32768;
 
 // One prefetcht0. Not _mm_prefetch: GCC 12 finds a function whose only effect is a prefetch free of side
 // effects, marks it const and deletes its calls before inlining them, so no prefetch was ever emitted here
