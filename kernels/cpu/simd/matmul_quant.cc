@@ -171,7 +171,7 @@ void QuantTile(const uint8_t* w, int64_t row_bytes, const uint8_t* x, int64_t x_
   constexpr MinKind kMin = MinKindOf(kType);
   Sums<NR, NT> acc;
   const int64_t num_blocks = cols / kQuantBlock;
-  TilePrefetch<kBytesPer256<kType>, NR, true> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, NR, true, kQuantBlock> prefetch(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     WeightBlock wb[NR];
     prefetch.At(b * kQuantBlock);

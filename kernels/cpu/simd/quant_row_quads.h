@@ -53,7 +53,7 @@ template <DType kType, class Sums>
 void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const QuadAct* acts, int64_t num_blocks,
               typename Sums::Out* y) {
   Sums acc;
-  TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, 4, true, kQuantBlock> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     prefetch.At(b * kQuantBlock);
@@ -92,7 +92,7 @@ void QuadsPass(const uint8_t* w, int64_t row_bytes, int nq, const BlockQ8Act* ac
   const __m128 sums_scale = _mm_set1_ps(kFixed ? kFixedPointScale : 1.0f);
   GroupF acc = ZeroGroup(), acc_min = ZeroGroup();
   GroupFixed fixed;
-  TilePrefetch<kBytesPer256<kType>, 4 * kTokenQuads, true> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, 4 * kTokenQuads, true, kQuantBlock> prefetch(w, row_bytes);
   auto reader = [&](int t) { return QuadReader<kType>(w + (t < nq ? 4 * t : 0) * row_bytes, row_bytes); };
   QuadReader<kType> readers[kTokenQuads] = {reader(0), reader(1), reader(2), reader(3)};
   for (int64_t b = 0; b < num_blocks; ++b) {
@@ -173,7 +173,7 @@ void QuadTokensPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* const
   GroupF acc[G], acc_min[G];
   GroupFixed fixed[G];
   for (int g = 0; g < G; ++g) acc[g] = acc_min[g] = ZeroGroup();
-  TilePrefetch<kBytesPer256<kType>, 4, true> prefetch(w, row_bytes);
+  TilePrefetch<kBytesPer256<kType>, 4, true, kQuantBlock> prefetch(w, row_bytes);
   QuadReader<kType> reader(w, row_bytes);
   for (int64_t b = 0; b < num_blocks; ++b) {
     prefetch.At(b * kQuantBlock);
