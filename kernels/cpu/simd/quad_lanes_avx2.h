@@ -5,7 +5,9 @@
 // at most 63 (Q6_K; 2 · 63 · 127 < 2^15), and Q8_0 through |w| · (a with w's sign) (2 · 127 · 127).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
@@ -60,6 +62,19 @@ inline void AddFifthBits(const uint8_t* qh, int64_t stride, QuadVec* lo, QuadVec
                                             _mm256_set1_epi32(LoadI32(qh + (2 * p + 1) * stride)), 0xf0);
     lo->v[p] = _mm256_or_si256(lo->v[p], bits(rows, lo_bytes));
     hi->v[p] = _mm256_or_si256(hi->v[p], bits(rows, hi_bytes));
+  }
+}
+
+// Q5_0/Q5_1: the four rows' d (and m) and their fifth bits (AddFifthBits), from the blocks at blk.
+template <DType kType>
+inline void ReadQ5Header(const uint8_t* blk, int64_t stride, QuadVec* lo, QuadVec* hi, __m128* d, __m128* m) {
+  using Block = std::conditional_t<kType == DType::kQ5_0, BlockQ5_0, BlockQ5_1>;
+  AddFifthBits(blk + offsetof(Block, qh), stride, lo, hi);
+  if constexpr (kType == DType::kQ5_1) {
+    static_assert(offsetof(Block, m) == offsetof(Block, d) + 2);
+    Load4HalfPairs(blk + offsetof(Block, d), stride, d, m);
+  } else {
+    *d = Load4Half(blk + offsetof(Block, d), stride);
   }
 }
 

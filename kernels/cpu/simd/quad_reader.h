@@ -59,9 +59,8 @@ class QuadReader {
       q.lo = ShiftMask(packed, 0, 0x0f);
       q.hi = ShiftMask(packed, 4, 0x0f);
       if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) {
-        AddFifthBits(blk + offsetof(Block, qh), row_bytes_, &q.lo, &q.hi);
-      }
-      if constexpr (MinKindOf(kType) == MinKind::kOffset) {
+        ReadQ5Header<kType>(blk, row_bytes_, &q.lo, &q.hi, &q.d, &q.m);
+      } else if constexpr (MinKindOf(kType) == MinKind::kOffset) {
         static_assert(offsetof(Block, m) == offsetof(Block, d) + 2);
         Load4HalfPairs(blk + offsetof(Block, d), row_bytes_, &q.d, &q.m);
       } else {

@@ -59,6 +59,12 @@ inline int32_t LoadI32(const uint8_t* p) {
   return v;
 }
 
+inline int64_t LoadI64(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
 // Four f16 scales stride bytes apart.
 inline __m128 Load4Half(const uint8_t* p, int64_t stride) {
   __m128i h = _mm_cvtsi32_si128(LoadU16(p));
@@ -68,15 +74,19 @@ inline __m128 Load4Half(const uint8_t* p, int64_t stride) {
   return _mm_cvtph_ps(h);
 }
 
-// Four rows' adjacent f16 pairs (an offset type's d and m), stride bytes apart: one 32-bit load per row and one
-// conversion, where two Load4Half take eight 16-bit loads and six inserts.
-inline void Load4HalfPairs(const uint8_t* p, int64_t stride, __m128* first, __m128* second) {
-  const __m128i pairs =
-      _mm_setr_epi32(LoadI32(p), LoadI32(p + stride), LoadI32(p + 2 * stride), LoadI32(p + 3 * stride));
+// Four rows' f16 pairs (an offset type's d and m), row r's in 32-bit element r: the firsts and the seconds.
+inline void SplitHalfPairs(__m128i pairs, __m128* first, __m128* second) {
   const __m256 both = _mm256_cvtph_ps(pairs);  // first0 second0 first1 second1 ...
   const __m256 split = _mm256_permutevar8x32_ps(both, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
   *first = _mm256_castps256_ps128(split);
   *second = _mm256_extractf128_ps(split, 1);
+}
+
+// Four rows' adjacent f16 pairs, stride bytes apart: one 32-bit load per row and one conversion, where two
+// Load4Half take eight 16-bit loads and six inserts.
+inline void Load4HalfPairs(const uint8_t* p, int64_t stride, __m128* first, __m128* second) {
+  SplitHalfPairs(_mm_setr_epi32(LoadI32(p), LoadI32(p + stride), LoadI32(p + 2 * stride), LoadI32(p + 3 * stride)),
+                 first, second);
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS
