@@ -26,26 +26,28 @@ void PortableSinCos(double x, double* sin_x, double* cos_x);
 // gives the same bits. x >= 89 gives +inf, x <= -104 (and -inf) gives 0, NaN gives NaN. (Until stop 46 the
 // reduction and polynomial ran in doubles, 8 lanes to a vector and 27 operations: the exp then cost attention
 // and SiLU 2.5x the time; 99.95 % of floats were the nearest.)
+// PortableExpF's constants, also read by its vector copy (kernels/cpu/simd/exp_lanes.h).
+struct ExpFConstants {
+  static constexpr float kMax = 89.0f, kMin = -104.0f;  // the clamps of x: +inf above, 0 below
+  static constexpr float kLog2e = 0x1.715476p+0f;
+  static constexpr float kShift = 0x1.8p23f;  // adding it rounds to an integer held in the low mantissa bits
+  static constexpr float kLn2Hi = 0x1.62e430p-1f, kLn2Lo = -0x1.05c610p-29f;  // ln 2 = hi + lo
+  static constexpr float kTaylor[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
+                                       1.0f / 6.0f,    0.5f,           1.0f,           1.0f};  // highest first
+};
+
 inline float PortableExpF(float x) {
-  constexpr float kLog2e = 0x1.715476p+0f;
-  constexpr float kShift = 0x1.8p23f;  // adding it rounds to an integer held in the low mantissa bits
-  constexpr float kLn2Hi = 0x1.62e430p-1f, kLn2Lo = -0x1.05c610p-29f;  // ln 2 = hi + lo
-  x = x > 89.0f ? 89.0f : x;  // a NaN stays
-  x = x < -104.0f ? -104.0f : x;
-  const float shifted = std::fma(x, kLog2e, kShift);
-  const float kf = shifted - kShift;  // k, exact
-  float r = std::fma(kf, -kLn2Hi, x);
-  r = std::fma(kf, -kLn2Lo, r);
-  float p = 1.0f / 5040.0f;
-  p = std::fma(p, r, 1.0f / 720.0f);
-  p = std::fma(p, r, 1.0f / 120.0f);
-  p = std::fma(p, r, 1.0f / 24.0f);
-  p = std::fma(p, r, 1.0f / 6.0f);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.0f);
-  p = std::fma(p, r, 1.0f);
+  using C = ExpFConstants;
+  x = x > C::kMax ? C::kMax : x;  // a NaN stays
+  x = x < C::kMin ? C::kMin : x;
+  const float shifted = std::fma(x, C::kLog2e, C::kShift);
+  const float kf = shifted - C::kShift;  // k, exact
+  float r = std::fma(kf, -C::kLn2Hi, x);
+  r = std::fma(kf, -C::kLn2Lo, r);
+  float p = C::kTaylor[0];
+  for (int i = 1; i < 8; ++i) p = std::fma(p, r, C::kTaylor[i]);
   // k in [-150, 129] from the low mantissa of `shifted`; 2^(k >> 1) and 2^(k - (k >> 1)) are normal floats.
-  const int32_t k = __builtin_bit_cast(int32_t, shifted) - __builtin_bit_cast(int32_t, kShift);
+  const int32_t k = __builtin_bit_cast(int32_t, shifted) - __builtin_bit_cast(int32_t, C::kShift);
   const int32_t k1 = k >> 1, k2 = k - k1;
   const float s1 = __builtin_bit_cast(float, static_cast<uint32_t>(k1 + 127) << 23);
   const float s2 = __builtin_bit_cast(float, static_cast<uint32_t>(k2 + 127) << 23);

@@ -1,13 +1,14 @@
 // Internal to kernels/cpu/simd: PortableExpF (kernels/cpu/portable_math.h) in each level's own copy, on
 // the widest lanes of the level: ExpLanes is sixteen floats on AVX-512, eight on AVX2, one float on the
 // portable level. Its steps are written out once, in GCC's vector operators and the level's fma (per lane,
-// the scalar operation), so every lane gives PortableExpF's bits and no level calls the shared inline
-// function.
+// the scalar operation), on PortableExpF's constants (ExpFConstants), so every lane gives PortableExpF's bits
+// and no level calls the shared inline function.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/portable_math.h"
 #include "kernels/cpu/simd/intrinsics.h"
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
@@ -29,21 +30,17 @@ inline constexpr int64_t kExpLanes = sizeof(ExpLanes) / sizeof(float);
 
 // PortableExpF of every lane.
 inline ExpLanes ExpOfLanes(ExpLanes x) {
-  constexpr float kLog2e = 0x1.715476p+0f;
-  constexpr float kShift = 0x1.8p23f;
-  constexpr float kLn2Hi = 0x1.62e430p-1f, kLn2Lo = -0x1.05c610p-29f;
-  constexpr float kTaylor[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
-                                1.0f / 6.0f,    0.5f,           1.0f,           1.0f};
+  using C = ExpFConstants;
   const ExpLanes zero = ExpLanes{} + 0.0f;
-  x = x > 89.0f ? zero + 89.0f : x;  // a NaN stays
-  x = x < -104.0f ? zero - 104.0f : x;
-  const ExpLanes shifted = FmaLanes(x, zero + kLog2e, zero + kShift);
-  const ExpLanes kf = shifted - kShift;
-  ExpLanes r = FmaLanes(kf, zero - kLn2Hi, x);
-  r = FmaLanes(kf, zero - kLn2Lo, r);
-  ExpLanes p = zero + kTaylor[0];
-  for (int i = 1; i < 8; ++i) p = FmaLanes(p, r, zero + kTaylor[i]);
-  const ExpInts k = __builtin_bit_cast(ExpInts, shifted) - __builtin_bit_cast(int32_t, kShift);
+  x = x > C::kMax ? zero + C::kMax : x;  // a NaN stays
+  x = x < C::kMin ? zero + C::kMin : x;
+  const ExpLanes shifted = FmaLanes(x, zero + C::kLog2e, zero + C::kShift);
+  const ExpLanes kf = shifted - C::kShift;
+  ExpLanes r = FmaLanes(kf, zero - C::kLn2Hi, x);
+  r = FmaLanes(kf, zero - C::kLn2Lo, r);
+  ExpLanes p = zero + C::kTaylor[0];
+  for (int i = 1; i < 8; ++i) p = FmaLanes(p, r, zero + C::kTaylor[i]);
+  const ExpInts k = __builtin_bit_cast(ExpInts, shifted) - __builtin_bit_cast(int32_t, C::kShift);
   const ExpInts k1 = k >> 1, k2 = k - k1;
   return (p * __builtin_bit_cast(ExpLanes, (k1 + 127) << 23)) * __builtin_bit_cast(ExpLanes, (k2 + 127) << 23);
 }
