@@ -56,8 +56,8 @@ inline void AddFifthBits(__m512i rows, __m512i* lo, __m512i* hi) {
 // Q5_0/Q5_1: four rows' blocks at blk, stride bytes apart: the rows' d (and m) and their fifth bits.
 // Q5_0 reads its first 8 bytes (d, then qh) with one 64-bit load per row, where d and qh had taken 16- and
 // 32-bit loads and inserts of their own: 19 -> 14 instructions for a quad's scales and fifth bits (counted
-// from the intrinsics), and SmolLM2 Q5_0 decode at one thread 1.04-1.10x. Q5_1 (d, m, qh) went 0.93x so (its d and m already came in one 32-bit load per row) and
-// keeps its loads.
+// from the intrinsics), and SmolLM2 Q5_0 decode at one thread 1.04-1.10x. Q5_1 (d, m, qh) went 0.89-0.95x so
+// (its d and m already came in one 32-bit load per row) and keeps its loads.
 template <DType kType>
 inline void ReadQ5Header(const uint8_t* blk, int64_t stride, __m512i* lo, __m512i* hi, __m128* d, __m128* m) {
   if constexpr (kType == DType::kQ5_0) {

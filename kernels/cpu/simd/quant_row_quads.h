@@ -73,9 +73,10 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
 // the same order. The 32-value block types read so: QuadPass spent six operations on each quad's totals and
 // four-lane operations on the rest, 45 instructions per block of four Q5_0 rows (SmolLM2 Q4_K_M's attention
 // and gate/up rows), and four quads run 1.3x (Q5_0's float sums) to 1.7x (Q4_0's fixed point) as fast with
-// the weights in the cache, one thread (bench/README.md, "Decode over sixteen rows"). The K-quants keep QuadPass: their readers' scale state and 16 streams of long rows made them
-// slower. So does the AVX2 level (Q5_0 0.91x: 16 ymm registers), and Q8_0 there; AVX-512 streams Q8_0 one row
-// at a time (quant_row_stream_avx512.h).
+// the weights in the cache, one thread (bench/README.md, "Decode over sixteen rows"). The K-quants keep
+// QuadPass: their readers' scale state and 16 streams of long rows made them slower. So does the AVX2 level
+// (Q5_0 0.91x: 16 ymm registers), and Q8_0 there; AVX-512 streams Q8_0 one row at a time
+// (quant_row_stream_avx512.h).
 #if TPSERVE_QUANT_ROW_STREAM
 template <DType kType>
 inline constexpr bool kSixteenRows = kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||

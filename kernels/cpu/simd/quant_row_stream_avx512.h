@@ -142,9 +142,7 @@ int64_t QuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, co
     for (int64_t j = 0; j < whole; ++j) {
       // The lines whose start falls in these four blocks' bytes, kPrefetchAheadBytes on.
       const auto at = reinterpret_cast<uintptr_t>(row + 4 * j * kBlock) + kPrefetchAheadBytes;
-      for (uintptr_t line = (at + 63) & ~uintptr_t{63}; line < at + 4 * kBlock; line += 64) {
-        PrefetchLine(reinterpret_cast<const char*>(line));
-      }
+      PrefetchLinesStartingIn(at, at + 4 * kBlock);
       sum.Add(QuadReader<kType>(row + 4 * j * kBlock, kBlock).Load(0), acts[j], 4);
     }
     if (tail > 0) {

@@ -45,6 +45,12 @@ inline constexpr int64_t kLinearPrefetchBytes = 32768;
 // memory operand ("m"(*p)) tells GCC the asm reads memory, which may be the tile's accumulators, so every
 // accumulator was stored to the stack before each prefetch (4 x 4 tiles: 16 stores per 16 multiply-adds).
 inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 (%0)" : : "r"(p)); }
+// Every line whose start lies in [begin, end): consecutive ranges ask for each line once.
+inline void PrefetchLinesStartingIn(uintptr_t begin, uintptr_t end) {
+  for (uintptr_t line = (begin + 63) & ~uintptr_t{63}; line < end; line += 64) {
+    PrefetchLine(reinterpret_cast<const char*>(line));
+  }
+}
 // The same into L2 only (prefetcht1).
 inline void PrefetchLineL2(const char* p) { asm volatile("prefetcht1 (%0)" : : "r"(p)); }
 
@@ -73,10 +79,7 @@ class TilePrefetch {
     if (linear_) {
       if (col % kStepCols != 0) return;
       const uintptr_t next = reinterpret_cast<uintptr_t>(w_ + ahead_);
-      const uintptr_t begin = next + NR * col * kBytes256 / 256, end = next + NR * (col + kStepCols) * kBytes256 / 256;
-      for (uintptr_t line = (begin + 63) & ~uintptr_t{63}; line < end; line += 64) {
-        PrefetchLine(reinterpret_cast<const char*>(line));
-      }
+      PrefetchLinesStartingIn(next + NR * col * kBytes256 / 256, next + NR * (col + kStepCols) * kBytes256 / 256);
       return;
     }
     if (col % 256 != 0) return;
