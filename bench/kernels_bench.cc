@@ -3,7 +3,8 @@
 // measured here: STREAM triad bandwidth and the F32 FMA peak of a register-only loop.
 // Weights are cycled through enough copies to exceed the last-level cache, as in a real forward
 // pass where each layer's weights were evicted by the others; decode also runs on one copy (in cache).
-// Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|...|q6_k] [--shape small|large]
+// Usage: tpserve-bench-kernels [--quick] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|...|q6_k]
+//        [--shape small|large|head|all]
 // A K-quant runs the transposed shape where the rows are not whole 256-value super-blocks (576 columns:
 // SmolLM2's ffn_down, 1536 x 576, as llama-quantize would have it).
 // (TPSERVE_THREADS sets the threads)
@@ -191,7 +192,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "fewer repetitions");
   app.add_option("--type", type_name, "only this weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
                  "q5_k q6_k");
-  app.add_option("--shape", shape, "small, large or all")->check(CLI::IsMember({"small", "large", "all"}))
+  app.add_option("--shape", shape, "small (SmolLM2's FFN), large (the 1B model's FFN), head (SmolLM2's output "
+                 "projection: 576 x 49152) or all")
+      ->check(CLI::IsMember({"small", "large", "head", "all"}))
       ->capture_default_str();
   if (std::optional<int> exit_code = app.ParseOrExitCode(argc, argv)) return *exit_code;
   DType only_type = DType::kF32;
@@ -209,11 +212,16 @@ int main(int argc, char** argv) {
               pool.num_threads(), triad, peak, peak_cpu);
   std::printf("[cpu-time basis]: work / (process CPU seconds / threads), the rate with the cores to itself;\n"
               "wall-clock figures on a shared machine include time spent descheduled.\n");
-  // SmolLM2's FFN up and down shapes (small), the 1B synthetic model's (large).
-  const Case cases[] = {{576, 1536}, {1536, 576}, {2048, 8192}, {8192, 2048}};
-  for (const Case& c : cases) {
-    const bool small = c.cols * c.rows < (int64_t{1} << 22);
-    if ((shape == "small" && !small) || (shape == "large" && small)) continue;
+  // SmolLM2's FFN up and down shapes (small), the 1B synthetic model's (large), SmolLM2's output projection,
+  // its tied token embedding (head: many short rows).
+  struct Shape {
+    const char* name;
+    Case c;
+  };
+  const Shape cases[] = {{"small", {576, 1536}}, {"small", {1536, 576}}, {"large", {2048, 8192}},
+                         {"large", {8192, 2048}}, {"head", {576, 49152}}};
+  for (const auto& [name, c] : cases) {
+    if (shape != "all" && shape != name) continue;
     for (DType t : kSupportedDTypes) {
       if (has_type && t != only_type) continue;
       BenchType(t, c.cols % DTypeBlockElems(t) == 0 ? c : Case{c.rows, c.cols}, triad, peak, quick, &pool);

@@ -202,13 +202,17 @@ inline QuadVec TokenLanes(const QuadVec& lo, const QuadVec& hi, const QuadAct& a
   }
 }
 
-// Four tokens' lanes → the group's 16 exact totals as f32 (below 2^24): one transposing tree for the four,
-// where RowTotals takes six operations each.
-inline GroupF TokenTotals(const QuadVec (&lanes)[4]) {
+// Four vectors' 128-bit lanes summed in one transposing tree: element 4r + t of the result is the sum of lane r
+// of lanes[t] (exact int32).
+inline __m512i LaneSums(const QuadVec (&lanes)[4]) {
   const __m512i s0 = lanes[0], s1 = lanes[1], s2 = lanes[2], s3 = lanes[3];
   const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
   const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
-  return {_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)))};
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
+
+// Four tokens' lanes → the group's 16 exact totals as f32 (below 2^24): one transposing tree for the four,
+// where RowTotals takes six operations each.
+inline GroupF TokenTotals(const QuadVec (&lanes)[4]) { return {_mm512_cvtepi32_ps(LaneSums(lanes))}; }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

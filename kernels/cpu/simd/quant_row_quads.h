@@ -37,6 +37,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
 #define TPSERVE_QUANT_ROW_QUADS 1
 #define TPSERVE_QUANT_ROW_STREAM 1
+#include "kernels/cpu/simd/kquant_row_stream_avx512.h"
 #include "kernels/cpu/simd/quad_reader.h"
 #include "kernels/cpu/simd/quant_row_stream_avx512.h"
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -73,21 +74,26 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
 // the same order. The 32-value block types read so: QuadPass spent six operations on each quad's totals and
 // four-lane operations on the rest, 45 instructions per block of four Q5_0 rows (SmolLM2 Q4_K_M's attention
 // and gate/up rows), and four quads run 1.3x (Q5_0's float sums) to 1.7x (Q4_0's fixed point) as fast with
-// the weights in the cache, one thread (bench/README.md, "Decode over sixteen rows"). The K-quants keep
-// QuadPass: their readers' scale state and 16 streams of long rows made them slower. So does the AVX2 level
-// (Q5_0 0.91x: 16 ymm registers), and Q8_0 there; AVX-512 streams Q8_0 one row at a time
-// (quant_row_stream_avx512.h).
+// the weights in the cache, one thread (bench/README.md, "Decode over sixteen rows"). Q8_0 reads its short rows
+// so (576 columns: SmolLM2's attention, gate, up and output projection, 27 -> 14 us in the cache for 576 x 1536);
+// from 1536 columns on its row stream keeps pace with memory and 16 streams did not (1536 x 576: 26 against
+// 34 us), so kSixteenRowsMaxBytes sends those rows to the stream. The K-quants keep QuadPass for the float sums
+// (their fixed point streams whole super-blocks, kquant_row_stream_avx512.h): their readers' scale state and 16
+// streams of long rows made them slower. So does the AVX2 level (Q5_0 0.91x: 16 ymm registers).
 #if TPSERVE_QUANT_ROW_STREAM
 template <DType kType>
 inline constexpr bool kSixteenRows = kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
-                                     kType == DType::kQ5_1;
+                                     kType == DType::kQ5_1 || kType == DType::kQ8_0;
 inline constexpr int kTokenQuads = 4;
+// The most bytes of 16 rows that go through the sixteen-row pass; longer rows stream.
+template <DType kType>
+inline constexpr int64_t kSixteenRowsMaxBytes = kType == DType::kQ8_0 ? 16384 : kLinearPrefetchBytes;
 
-// acts: LoadQuadAct's (the stored bias, which TokenLanes reads as kTokenBiasShift's for these types).
+// acts: TokenAct's, with kTokenBiasShift's sums (Q8_0's 128 · Σa, against which TokenLanes reads its signed w
+// as w + 128).
 template <DType kType, class Out>
 void QuadsPass(const uint8_t* w, int64_t row_bytes, int nq, const BlockQ8Act* act, const QuadAct* acts,
                int64_t num_blocks, Out* y) {
-  static_assert(kTokenBiasShift<kType> == kBiasShift<kType>);
   constexpr bool kFixed = std::is_same_v<Out, int64_t>;
   constexpr bool kOffset = MinKindOf(kType) == MinKind::kOffset;
   const __m128 sums_scale = _mm_set1_ps(kFixed ? kFixedPointScale : 1.0f);
@@ -260,8 +266,9 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   return quads;
 }
 
-// RowsFn (matmul_tile.h). One token: on AVX-512 the types and reductions of HasRowStream go through the row
-// stream (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get their
+// RowsFn (matmul_tile.h). One token: on AVX-512 the K-quants' fixed point goes through their super-block stream
+// (kquant_row_stream_avx512.h) and the types and reductions of HasRowStream through the row stream
+// (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get their
 // blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for the
 // sixteen-row types. From the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows of the quads
 // are left to the tiles.
@@ -275,21 +282,25 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
 #if TPSERVE_QUANT_ROW_STREAM
+  if constexpr (kKQuantStream<kType> && std::is_same_v<typename Sums::Out, int64_t>) {
+    return KQuantRowStream<kType>(w, row_bytes, num_rows, act, num_blocks, y);
+  }
   if constexpr (HasRowStream<kType, typename Sums::Out>()) {
-    // The sixteen-row types' fixed point streams only rows too long for the quads' prefetch to run ahead in
-    // address order (the 1B model's 8192 columns: 421 against 329 us; 576 and 1536 columns 1.1-1.7x faster
-    // through the quads).
-    if (!kSixteenRows<kType> || 4 * kTokenQuads * row_bytes > kLinearPrefetchBytes) {
+    // The sixteen-row types stream only rows too long for the quads' prefetch to run ahead in address order
+    // (the 1B model's 8192 columns: 421 against 329 us; 576 and 1536 columns 1.1-1.7x faster through the quads).
+    if (!kSixteenRows<kType> || 4 * kTokenQuads * row_bytes > kSixteenRowsMaxBytes<kType>) {
       return QuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
     }
   }
 #endif
   thread_local std::vector<QuadAct> acts;  // [cols / 32], reused across calls
   if (static_cast<int64_t>(acts.size()) < num_blocks) acts.resize(num_blocks);
-  for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
   const int64_t quads = num_rows / 4 * 4;
 #if TPSERVE_QUANT_ROW_STREAM
   if constexpr (kSixteenRows<kType>) {
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      acts[b] = TokenAct(act[b], TokenBiasOf<kTokenBiasShift<kType>>(act[b].qs));
+    }
     for (int64_t r = 0; r < quads; r += 4 * kTokenQuads) {
       const int nq = static_cast<int>(std::min<int64_t>(kTokenQuads, (quads - r) / 4));
       QuadsPass<kType, typename Sums::Out>(w + r * row_bytes, row_bytes, nq, act, acts.data(), num_blocks, y + r);
@@ -297,6 +308,7 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
     return quads;
   }
 #endif
+  for (int64_t b = 0; b < num_blocks; ++b) acts[b] = LoadQuadAct<kType>(act[b]);
   for (int64_t r = 0; r < quads; r += 4) {
     QuadPass<kType, Sums>(w + r * row_bytes, row_bytes, act, acts.data(), num_blocks, y + r);
   }
