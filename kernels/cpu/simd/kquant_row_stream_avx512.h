@@ -1,15 +1,18 @@
 // Internal to quant_row_quads.h, the AVX-512 level: one token (decode) against the rows of Q4_K, Q5_K and
-// Q6_K through MatMulFixedPoint's sums (the row-parallel layers: attention output, FFN down), one row at a time,
-// a whole 256-value super-block per step. The row quads (QuadReader) spend a step on each 32-value group of
-// four rows: two 128-bit gathers, the group's scales decoded every eighth step and kept in memory, four-lane
+// Q6_K a whole 256-value super-block per step. The row quads (QuadReader) spend a step on each 32-value group
+// of four rows: two 128-bit gathers, the group's scales decoded every eighth step and kept in memory, four-lane
 // products. Here a super-block's 128 (Q6_K: 192) value bytes come in two (three) full loads, its eight groups
 // in the halves of four vectors (GroupIn), four VNNI dots give their lanes, one transposing tree (LaneSums) the
-// 16 half-group sums, and the scales, products and roundings run on all eight groups in one vector. The rows
-// are read in address order, one stream, as quant_row_stream_avx512.h reads the 32-value types.
-//
-// Each output gets MatMulFixedPoint's canonical terms: per group the exact integer total, the f32 products
-// (d · scale) · 2^32 · d_a and (−dmin · min) · 2^32 · Σa (Q6_K: d · 2^32 · d_a), the term rounded to nearest even;
-// int64 terms add in any order. The ISA equality test holds this to the portable level bit for bit.
+// 16 half-group sums, and the scales and products run on all eight groups in one vector (GroupTermsOf).
+// - MatMulFixedPoint's sums (the row-parallel layers: attention output, FFN down) read one row at a time, in
+//   address order, one stream, as quant_row_stream_avx512.h reads the 32-value types: per group the exact
+//   integer total, the f32 products (d · scale) · 2^32 · d_a and (−dmin · min) · 2^32 · Σa (Q6_K: d · 2^32 ·
+//   d_a), the term rounded to nearest even; int64 terms add in any order.
+// - MatMul's float sums chain an fma per group in group order, a chain along the row: four rows at a time,
+//   their terms transposed into lanes (KQuantQuadFloat), so that the four chains run side by side.
+// One thread, us per call, quads -> this, in the cache (bench/README.md, "K-quants by the super-block"):
+// fixed point Q4_K 1536 x 576 29.4-29.9 -> 13.9-14.3, Q6_K 35.9-36.9 -> 14.6-15.2; float Q4_K 27.1 -> 15.5-15.7,
+// Q6_K 33.4 -> 16.0-16.1. The ISA equality test holds both to the portable level bit for bit.
 #pragma once
 
 #include <array>
@@ -47,6 +50,15 @@ constexpr int GroupIn(int t, int half) {
 template <DType kType>
 constexpr int TotalsGroup(int i) {
   return i < 4 ? GroupIn<kType>(i, 0) : GroupIn<kType>(i - 4, 1);
+}
+
+// The element of the totals order that holds group s.
+template <DType kType>
+constexpr int TotalsElement(int s) {
+  for (int i = 0; i < 8; ++i) {
+    if (TotalsGroup<kType>(i) == s) return i;
+  }
+  return -1;
 }
 
 // The half-group (16 values: Q6_K's scale unit) of LaneSums' element 4r + t.
@@ -127,101 +139,172 @@ inline __m256i GroupTotals(__m512i half_sums) {
   return _mm512_castsi512_si256(_mm512_shuffle_i64x2(pairs, pairs, _MM_SHUFFLE(2, 0, 2, 0)));
 }
 
+// A super-block's eight groups in totals order (TotalsGroup): their exact totals, each group's d · scale
+// · sums_scale · d_a (Q6_K: d · sums_scale · d_a) and (Q4_K, Q5_K) −dmin · min · sums_scale · Σa, each product
+// in the order FloatSums and FixedSums take it (sums_scale: 1, or the fixed point's 2^32).
+struct KGroupTerms {
+  __m256 totals, scale, offset;
+};
+
+template <DType kType>
+[[gnu::always_inline]] inline KGroupTerms GroupTermsOf(const uint8_t* blk, const KStreamAct& a, __m512 sums_scale) {
+  using Block = KBlockOf<kType>;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512i v[4];
+  if constexpr (kType == DType::kQ6_K) {
+    const __m512i qh = _mm512_loadu_si512(blk + offsetof(BlockQ6_K, qh));
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    // Group 4h + k's two high bits are bits 2k, 2k + 1 of qh's half h, moved to bits 4 and 5.
+    const __m512i first = Halves16(4, 2), second = Halves16(0, 2);  // shifts left, then right
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(blk + offsetof(BlockQ6_K, ql) + 64 * h);
+      const __m512i high = h == 0 ? _mm512_shuffle_i64x2(qh, qh, _MM_SHUFFLE(1, 0, 1, 0))
+                                  : _mm512_shuffle_i64x2(qh, qh, _MM_SHUFFLE(3, 2, 3, 2));
+      // 0xf8: a | (b & c) (bits 4 and 5 from the shifted qh).
+      v[2 * h] = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, low4), _mm512_sllv_epi16(high, first), bits45, 0xf8);
+      v[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                               _mm512_srlv_epi16(high, second), bits45, 0xf8);
+    }
+  } else {
+    const uint8_t* qs = blk + offsetof(Block, qs);
+    for (int i = 0; i < 2; ++i) {
+      const __m512i packed = _mm512_loadu_si512(qs + 64 * i);
+      v[2 * i] = _mm512_and_si512(packed, low4);
+      v[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+    }
+    if constexpr (kType == DType::kQ5_K) {  // bit s of qh byte i: the fifth bit of group s's value i
+      const auto* bits = reinterpret_cast<const __m256i*>(blk + offsetof(BlockQ5_K, qh));
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(bits));
+      for (int t = 0; t < 4; ++t) {
+        const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8(1 << GroupIn<kType>(t, 0))),
+                                               _mm256_set1_epi8(static_cast<char>(1 << GroupIn<kType>(t, 1))), 1);
+        v[t] = _mm512_mask_add_epi8(v[t], _mm512_test_epi8_mask(qh, bit), v[t], _mm512_set1_epi8(0x10));
+      }
+    }
+  }
+  __m512i dots[4];
+  for (int t = 0; t < 4; ++t) dots[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[t], a.qs[t]);
+  __m512i half_sums = LaneSums(dots);
+  if constexpr (kType == DType::kQ6_K) {
+    static constexpr auto kOrder = [] {
+      std::array<int8_t, 16> order{};
+      for (int e = 0; e < 16; ++e) order[e] = static_cast<int8_t>(HalfGroupOf<kType>(e));
+      return order;
+    }();
+    const __m512i scale = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(LoadBytes16(blk + offsetof(BlockQ6_K, scales)),
+                                                                LoadBytes16(kOrder.data())));
+    half_sums = _mm512_mullo_epi32(_mm512_sub_epi32(half_sums, a.bias), scale);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d))));
+    const __m256 scale_d = _mm256_mul_ps(_mm256_mul_ps(d, _mm512_castps512_ps256(sums_scale)),
+                                         _mm512_castps512_ps256(a.scales));
+    return {_mm256_cvtepi32_ps(GroupTotals(half_sums)), scale_d, _mm256_setzero_ps()};
+  } else {
+    static constexpr KScaleTables kTables = MakeKScaleTables<kType>();
+    const __m128i packed = LoadBytes16(blk + offsetof(Block, scales));
+    const __m128i pick_a = _mm_shuffle_epi8(packed, LoadBytes16(kTables.a_index.data()));
+    const __m128i pick_b = _mm_shuffle_epi8(packed, LoadBytes16(kTables.b_index.data()));
+    const __m128i low = _mm_or_si128(_mm_and_si128(pick_a, LoadBytes16(kTables.lo.data())),
+                                     _mm_and_si128(_mm_srli_epi16(pick_a, 4), LoadBytes16(kTables.hi.data())));
+    const __m128i bytes = _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(pick_b, 2), _mm_set1_epi8(0x30)));
+    // [d × 8, dmin × 8] · [scales, minimums], the minimums' products negated: d · scale and −(dmin · min).
+    const __m128 d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(LoadI32(blk)));
+    const __m512 both = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                              _mm512_castps128_ps512(d_dmin));
+    __m512 scaled = _mm512_mul_ps(both, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
+    scaled = _mm512_mask_xor_ps(scaled, 0xff00, scaled, _mm512_set1_ps(-0.0f));
+    const __m512 products = _mm512_mul_ps(_mm512_mul_ps(scaled, sums_scale), a.scales);
+    return {_mm256_cvtepi32_ps(GroupTotals(half_sums)), _mm512_castps512_ps256(products),
+            _mm512_extractf32x8_ps(products, 1)};
+  }
+}
+
+// Asks for the super-block kPrefetchAheadBytes past blk.
+template <DType kType>
+[[gnu::always_inline]] inline void PrefetchAhead(const uint8_t* blk) {
+  const auto at = reinterpret_cast<uintptr_t>(blk) + kPrefetchAheadBytes;
+  PrefetchLinesStartingIn(at, at + sizeof(KBlockOf<kType>));
+}
+
 // One row's fixed-point sum over its super-blocks.
 template <DType kType>
 int64_t KQuantRowSum(const uint8_t* row, const KStreamAct* acts, int64_t supers) {
-  using Block = KBlockOf<kType>;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512 sums_scale = _mm512_set1_ps(kFixedPointScale);
   __m512i fixed = _mm512_setzero_si512();
   for (int64_t j = 0; j < supers; ++j) {
-    const uint8_t* blk = row + j * static_cast<int64_t>(sizeof(Block));
-    const auto at = reinterpret_cast<uintptr_t>(blk) + kPrefetchAheadBytes;
-    PrefetchLinesStartingIn(at, at + sizeof(Block));
-    const KStreamAct& a = acts[j];
-    __m512i v[4];
-    if constexpr (kType == DType::kQ6_K) {
-      const __m512i qh = _mm512_loadu_si512(blk + offsetof(BlockQ6_K, qh));
-      const __m512i bits45 = _mm512_set1_epi8(0x30);
-      // Group 4h + k's two high bits are bits 2k, 2k + 1 of qh's half h, moved to bits 4 and 5.
-      const __m512i first = Halves16(4, 2), second = Halves16(0, 2);  // shifts left, then right
-      for (int h = 0; h < 2; ++h) {
-        const __m512i ql = _mm512_loadu_si512(blk + offsetof(BlockQ6_K, ql) + 64 * h);
-        const __m512i high = h == 0 ? _mm512_shuffle_i64x2(qh, qh, _MM_SHUFFLE(1, 0, 1, 0))
-                                    : _mm512_shuffle_i64x2(qh, qh, _MM_SHUFFLE(3, 2, 3, 2));
-        // 0xf8: a | (b & c) (bits 4 and 5 from the shifted qh).
-        v[2 * h] = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, low4), _mm512_sllv_epi16(high, first), bits45, 0xf8);
-        v[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                                 _mm512_srlv_epi16(high, second), bits45, 0xf8);
-      }
-    } else {
-      const uint8_t* qs = blk + offsetof(Block, qs);
-      for (int i = 0; i < 2; ++i) {
-        const __m512i packed = _mm512_loadu_si512(qs + 64 * i);
-        v[2 * i] = _mm512_and_si512(packed, low4);
-        v[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
-      }
-      if constexpr (kType == DType::kQ5_K) {  // bit s of qh byte i: the fifth bit of group s's value i
-        const auto* bits = reinterpret_cast<const __m256i*>(blk + offsetof(BlockQ5_K, qh));
-        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(bits));
-        for (int t = 0; t < 4; ++t) {
-          const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8(1 << GroupIn<kType>(t, 0))),
-                                                 _mm256_set1_epi8(static_cast<char>(1 << GroupIn<kType>(t, 1))), 1);
-          v[t] = _mm512_mask_add_epi8(v[t], _mm512_test_epi8_mask(qh, bit), v[t], _mm512_set1_epi8(0x10));
-        }
-      }
-    }
-    __m512i dots[4];
-    for (int t = 0; t < 4; ++t) dots[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[t], a.qs[t]);
-    __m512i half_sums = LaneSums(dots);
-    __m256 terms;
-    if constexpr (kType == DType::kQ6_K) {
-      static constexpr auto kOrder = [] {
-        std::array<int8_t, 16> order{};
-        for (int e = 0; e < 16; ++e) order[e] = static_cast<int8_t>(HalfGroupOf<kType>(e));
-        return order;
-      }();
-      const __m512i scale = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(LoadBytes16(blk + offsetof(BlockQ6_K, scales)),
-                                                                  LoadBytes16(kOrder.data())));
-      half_sums = _mm512_mullo_epi32(_mm512_sub_epi32(half_sums, a.bias), scale);
-      const __m256 d = _mm256_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d))));
-      const __m256 scale_d = _mm256_mul_ps(_mm256_mul_ps(d, _mm512_castps512_ps256(sums_scale)),
-                                           _mm512_castps512_ps256(a.scales));
-      terms = _mm256_mul_ps(_mm256_cvtepi32_ps(GroupTotals(half_sums)), scale_d);
-    } else {
-      static constexpr KScaleTables kTables = MakeKScaleTables<kType>();
-      const __m128i packed = LoadBytes16(blk + offsetof(Block, scales));
-      const __m128i pick_a = _mm_shuffle_epi8(packed, LoadBytes16(kTables.a_index.data()));
-      const __m128i pick_b = _mm_shuffle_epi8(packed, LoadBytes16(kTables.b_index.data()));
-      const __m128i low = _mm_or_si128(_mm_and_si128(pick_a, LoadBytes16(kTables.lo.data())),
-                                       _mm_and_si128(_mm_srli_epi16(pick_a, 4), LoadBytes16(kTables.hi.data())));
-      const __m128i bytes = _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(pick_b, 2), _mm_set1_epi8(0x30)));
-      // [d × 8, dmin × 8] · [scales, minimums], the minimums' products negated: d · scale and −(dmin · min).
-      const __m128 d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(LoadI32(blk)));
-      const __m512 both = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                                _mm512_castps128_ps512(d_dmin));
-      __m512 scaled = _mm512_mul_ps(both, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
-      scaled = _mm512_mask_xor_ps(scaled, 0xff00, scaled, _mm512_set1_ps(-0.0f));
-      const __m512 products = _mm512_mul_ps(_mm512_mul_ps(scaled, sums_scale), a.scales);
-      const __m256 totals = _mm256_cvtepi32_ps(GroupTotals(half_sums));
-      const __m256 scale_d = _mm512_castps512_ps256(products), min_sum = _mm512_extractf32x8_ps(products, 1);
-      terms = _mm256_add_ps(_mm256_mul_ps(totals, scale_d), min_sum);
-    }
+    const uint8_t* blk = row + j * static_cast<int64_t>(sizeof(KBlockOf<kType>));
+    PrefetchAhead<kType>(blk);
+    const KGroupTerms g = GroupTermsOf<kType>(blk, acts[j], sums_scale);
+    __m256 terms = _mm256_mul_ps(g.totals, g.scale);
+    if constexpr (kType != DType::kQ6_K) terms = _mm256_add_ps(terms, g.offset);
     fixed = _mm512_add_epi64(fixed, _mm512_cvtps_epi64(terms));
   }
   return _mm512_reduce_add_epi64(fixed);
 }
 
-// RowsFn's work for one token through the fixed-point sums: every row, in address order.
+// Four rows' float sums (MatMul's), row r in lane r: per group in order, acc = fma(total, scale, acc) and
+// (Q4_K, Q5_K) acc_min += offset, as FloatSums of four rows; a super-block's four rows' terms are transposed
+// into group vectors first (element i of row r's vectors to lane r of vector i).
 template <DType kType>
+void KQuantQuadFloat(const uint8_t* w, int64_t row_bytes, const KStreamAct* acts, int64_t supers, float* y) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __m128 acc = _mm_setzero_ps(), acc_min = _mm_setzero_ps();
+  TilePrefetch<sizeof(KBlockOf<kType>), 4, true> prefetch(w, row_bytes);
+  // Element i of four rows' vectors (row r in v[r]) as lane r of out[i].
+  const auto transpose = [](const __m256 (&v)[4], __m128 (&out)[8]) {
+    const __m256 lo01 = _mm256_unpacklo_ps(v[0], v[1]), hi01 = _mm256_unpackhi_ps(v[0], v[1]);
+    const __m256 lo23 = _mm256_unpacklo_ps(v[2], v[3]), hi23 = _mm256_unpackhi_ps(v[2], v[3]);
+    const __m256 e0 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0));  // elements 0 and 4
+    const __m256 e1 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2));  // 1 and 5
+    const __m256 e2 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0));  // 2 and 6
+    const __m256 e3 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2));  // 3 and 7
+    const __m256 e[4] = {e0, e1, e2, e3};
+    for (int i = 0; i < 4; ++i) {
+      out[i] = _mm256_castps256_ps128(e[i]);
+      out[4 + i] = _mm256_extractf128_ps(e[i], 1);
+    }
+  };
+  for (int64_t j = 0; j < supers; ++j) {
+    prefetch.At(j * 256);
+    __m256 totals[4], scale[4], offset[4];
+    for (int r = 0; r < 4; ++r) {
+      const KGroupTerms g =
+          GroupTermsOf<kType>(w + r * row_bytes + j * static_cast<int64_t>(sizeof(KBlockOf<kType>)), acts[j], one);
+      totals[r] = g.totals;
+      scale[r] = g.scale;
+      offset[r] = g.offset;
+    }
+    __m128 t[8], c[8], o[8];
+    transpose(totals, t);
+    transpose(scale, c);
+    if constexpr (kType != DType::kQ6_K) transpose(offset, o);
+    for (int s = 0; s < 8; ++s) {  // group s is element i of the totals order
+      const int i = TotalsElement<kType>(s);
+      acc = _mm_fmadd_ps(t[i], c[i], acc);
+      if constexpr (kType != DType::kQ6_K) acc_min = _mm_add_ps(acc_min, o[i]);
+    }
+  }
+  _mm_storeu_ps(y, _mm_add_ps(acc, acc_min));
+}
+
+// RowsFn's work for one token: the fixed-point sums every row, in address order; the float sums every whole
+// quad of rows (the last num_rows % 4 rows are left to the tiles).
+template <DType kType, class Out>
 int64_t KQuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const BlockQ8Act* act,
-                        int64_t num_blocks, int64_t* y) {
+                        int64_t num_blocks, Out* y) {
   const int64_t supers = num_blocks / 8;  // K-quant rows hold whole super-blocks
   thread_local std::vector<KStreamAct> acts;  // [cols / 256], reused across calls
   if (static_cast<int64_t>(acts.size()) < supers) acts.resize(supers);
   PrepareKStreamActs<kType>(act, supers, acts.data());
-  for (int64_t r = 0; r < num_rows; ++r) y[r] = KQuantRowSum<kType>(w + r * row_bytes, acts.data(), supers);
-  return num_rows;
+  if constexpr (std::is_same_v<Out, float>) {
+    const int64_t quads = num_rows / 4 * 4;
+    for (int64_t r = 0; r < quads; r += 4) {
+      KQuantQuadFloat<kType>(w + r * row_bytes, row_bytes, acts.data(), supers, y + r);
+    }
+    return quads;
+  } else {
+    for (int64_t r = 0; r < num_rows; ++r) y[r] = KQuantRowSum<kType>(w + r * row_bytes, acts.data(), supers);
+    return num_rows;
+  }
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

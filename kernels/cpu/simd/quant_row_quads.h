@@ -77,9 +77,9 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
 // the weights in the cache, one thread (bench/README.md, "Decode over sixteen rows"). Q8_0 reads its short rows
 // so (576 columns: SmolLM2's attention, gate, up and output projection, 27 -> 14 us in the cache for 576 x 1536);
 // from 1536 columns on its row stream keeps pace with memory and 16 streams did not (1536 x 576: 26 against
-// 34 us), so kSixteenRowsMaxBytes sends those rows to the stream. The K-quants keep QuadPass for the float sums
-// (their fixed point streams whole super-blocks, kquant_row_stream_avx512.h): their readers' scale state and 16
-// streams of long rows made them slower. So does the AVX2 level (Q5_0 0.91x: 16 ymm registers).
+// 34 us), so kSixteenRowsMaxBytes sends those rows to the stream. The K-quants read whole super-blocks instead
+// (kquant_row_stream_avx512.h; 16 rows of QuadReader were slower: four readers' scale state and 16 streams of
+// long rows). The AVX2 level keeps QuadPass (Q5_0 0.91x with 16 rows: 16 ymm registers).
 #if TPSERVE_QUANT_ROW_STREAM
 template <DType kType>
 inline constexpr bool kSixteenRows = kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
@@ -266,7 +266,7 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   return quads;
 }
 
-// RowsFn (matmul_tile.h). One token: on AVX-512 the K-quants' fixed point goes through their super-block stream
+// RowsFn (matmul_tile.h). One token: on AVX-512 the K-quants go through their super-block path
 // (kquant_row_stream_avx512.h) and the types and reductions of HasRowStream through the row stream
 // (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get their
 // blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for the
@@ -282,8 +282,8 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
 #if TPSERVE_QUANT_ROW_STREAM
-  if constexpr (kKQuantStream<kType> && std::is_same_v<typename Sums::Out, int64_t>) {
-    return KQuantRowStream<kType>(w, row_bytes, num_rows, act, num_blocks, y);
+  if constexpr (kKQuantStream<kType>) {
+    return KQuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
   }
   if constexpr (HasRowStream<kType, typename Sums::Out>()) {
     // The sixteen-row types stream only rows too long for the quads' prefetch to run ahead in address order
