@@ -21,10 +21,14 @@ constexpr bool HasPanel(DType) {
   return true;
 }
 
-// The fewest tokens that take the panels here: below, the row quads take up to 32 tokens at once
-// (quant_row_quads.h's QuadTokenRows). SmolLM2 Q4_1 decode at 2 threads, tok/s, panels → quads: batch 16
-// 574-609 → 872-936, 24 699-723 → 851-880, 32 775-866 → 870-885.
-inline constexpr int64_t kQuantPanelMinTokens = 33;
+// The fewest tokens that take the panels here: below, the row quads take the batch (quant_row_quads.h's
+// QuadTokenRows). On a Sapphire Rapids VM the quads led up to 32 tokens (SmolLM2 Q4_1 decode at 2 threads,
+// tok/s, panels → quads: batch 16 574-609 → 872-936, 24 699-723 → 851-880, 32 775-866 → 870-885); on the Zen 5
+// VM the panels lead from 16 (quads → panels, two interleaved rounds: SmolLM2 Q4_1 batch 8 946-1057 →
+// 674-796, 16 1144-1159 → 1082-1326, 24 1199-1238 → 1361-1375, 32 967-1266 → 1557-1650; the 1B model's Q8_0
+// batch 12 148-162 → 107-129, 16 130-148 → 152-162, 32 116-127 → 248-253; bench/README.md, "K-quants by the
+// super-block").
+inline constexpr int64_t kQuantPanelMinTokens = 16;
 
 // The activations as the panel dots them: a + 128 for every type (VNNI sums in int32).
 constexpr bool ShiftsActivations(DType) { return true; }
