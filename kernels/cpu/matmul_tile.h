@@ -41,8 +41,12 @@ inline constexpr int kPanelRows = 16;
 inline constexpr int64_t kPanelMinTokens = 16;
 // Float weights' panels (simd/float_panel.h) convert and transpose the rows to f32 first, which 16
 // tokens do not repay (SmolLM2 576 x 576 F16, one thread, GFLOP/s panels against tiles: T = 16 39-56
-// against 63, T = 32 66 against 64, T = 64 74 against 41-65).
-inline constexpr int64_t kFloatPanelMinTokens = 32;
+// against 63, T = 32 66 against 64, T = 64 74 against 41-65), nor 32 to 48 on the Zen 5 VM (SmolLM2 decode
+// at 2 threads, two interleaved rounds, tok/s panels → tiles: F32 batch 32 559-579 → 679-738, 48 709-728 →
+// 709-765; F16 32 749-767 → 750-908, 48 742-844 → 932-991). The avx512bf16 level's BF16 pair panels
+// (simd/bf16_pair_panel.h) still lead from 32 (batch 32 1011-1110 against 885-1056 through the tiles).
+inline constexpr int64_t kFloatPanelMinTokens = 64;
+inline constexpr int64_t kPairPanelMinTokens = 32;
 
 // Rows [0, num_rows) of w against num_tokens (decode: at most the table's rows_max_tokens) tokens, each token's
 // activation prepared once for all of them, the tiles' results bit for bit; returns how many rows it did (the

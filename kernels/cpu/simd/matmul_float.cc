@@ -417,6 +417,7 @@ TileTable<float> MakeBf16Table() {
 #if TPSERVE_MATMUL_AVX512 && defined(__AVX512BF16__)
   table.panel = FloatPairPanel;
   table.panel_prepare = PrepareFloatPairs;
+  table.panel_min_tokens = kPairPanelMinTokens;
 #endif
   return table;
 }
