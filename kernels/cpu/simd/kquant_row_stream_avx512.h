@@ -86,20 +86,20 @@ void PrepareKStreamActs(const BlockQ8Act* act, int64_t supers, KStreamAct* out) 
       std::memcpy(qs[t], a[GroupIn<kType>(t, 0)].qs, 32);
       std::memcpy(qs[t] + 32, a[GroupIn<kType>(t, 1)].qs, 32);
     }
-    for (int e = 0; e < 16; ++e) {
-      const int half = HalfGroupOf<kType>(e);
-      int32_t sum = 0;
-      if constexpr (kType == DType::kQ6_K) {
+    if constexpr (kType == DType::kQ6_K) {
+      for (int e = 0; e < 16; ++e) {
+        const int half = HalfGroupOf<kType>(e);
+        int32_t sum = 0;
         for (int i = 0; i < 16; ++i) sum += a[half / 2].qs[16 * (half % 2) + i];
+        bias[e] = sum * (1 << kBiasShift<kType>);
       }
-      bias[e] = sum * (1 << kBiasShift<DType::kQ6_K>);
     }
     for (int i = 0; i < 8; ++i) {
       scales[i] = a[TotalsGroup<kType>(i)].d;
       scales[8 + i] = a[TotalsGroup<kType>(i)].sum;
     }
     for (int t = 0; t < 4; ++t) out[j].qs[t] = _mm512_load_si512(qs[t]);
-    out[j].bias = _mm512_load_si512(bias);
+    if constexpr (kType == DType::kQ6_K) out[j].bias = _mm512_load_si512(bias);
     out[j].scales = _mm512_load_ps(scales);
   }
 }
