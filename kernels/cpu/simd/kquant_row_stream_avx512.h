@@ -218,13 +218,6 @@ template <DType kType>
   }
 }
 
-// Asks for the super-block kPrefetchAheadBytes past blk.
-template <DType kType>
-[[gnu::always_inline]] inline void PrefetchAhead(const uint8_t* blk) {
-  const auto at = reinterpret_cast<uintptr_t>(blk) + kPrefetchAheadBytes;
-  PrefetchLinesStartingIn(at, at + sizeof(KBlockOf<kType>));
-}
-
 // One row's fixed-point sum over its super-blocks.
 template <DType kType>
 int64_t KQuantRowSum(const uint8_t* row, const KStreamAct* acts, int64_t supers) {
@@ -232,7 +225,7 @@ int64_t KQuantRowSum(const uint8_t* row, const KStreamAct* acts, int64_t supers)
   __m512i fixed = _mm512_setzero_si512();
   for (int64_t j = 0; j < supers; ++j) {
     const uint8_t* blk = row + j * static_cast<int64_t>(sizeof(KBlockOf<kType>));
-    PrefetchAhead<kType>(blk);
+    PrefetchStreamAhead(blk, sizeof(KBlockOf<kType>));
     const KGroupTerms g = GroupTermsOf<kType>(blk, acts[j], sums_scale);
     __m256 terms = _mm256_mul_ps(g.totals, g.scale);
     if constexpr (kType != DType::kQ6_K) terms = _mm256_add_ps(terms, g.offset);

@@ -140,9 +140,7 @@ int64_t QuantRowStream(const uint8_t* w, int64_t row_bytes, int64_t num_rows, co
     const uint8_t* row = w + r * row_bytes;
     StreamSum<kType, Out> sum;
     for (int64_t j = 0; j < whole; ++j) {
-      // The lines whose start falls in these four blocks' bytes, kPrefetchAheadBytes on.
-      const auto at = reinterpret_cast<uintptr_t>(row + 4 * j * kBlock) + kPrefetchAheadBytes;
-      PrefetchLinesStartingIn(at, at + 4 * kBlock);
+      PrefetchStreamAhead(row + 4 * j * kBlock, 4 * kBlock);  // these four blocks' bytes, kPrefetchAheadBytes on
       sum.Add(QuadReader<kType>(row + 4 * j * kBlock, kBlock).Load(0), acts[j], 4);
     }
     if (tail > 0) {

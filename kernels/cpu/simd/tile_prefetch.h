@@ -51,6 +51,12 @@ inline void PrefetchLinesStartingIn(uintptr_t begin, uintptr_t end) {
     PrefetchLine(reinterpret_cast<const char*>(line));
   }
 }
+// The lines starting in the `bytes` bytes kPrefetchAheadBytes past p: a one-row stream's request for what it
+// reads next, consecutive calls asking for each line once.
+inline void PrefetchStreamAhead(const void* p, int64_t bytes) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p) + kPrefetchAheadBytes;
+  PrefetchLinesStartingIn(at, at + bytes);
+}
 // The same into L2 only (prefetcht1).
 inline void PrefetchLineL2(const char* p) { asm volatile("prefetcht1 (%0)" : : "r"(p)); }
 
