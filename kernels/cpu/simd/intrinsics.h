@@ -11,3 +11,8 @@
 #endif
 #include <immintrin.h>
 #endif
+
+// The AVX-512 level of the quantised kernels (its VNNI dots); without it they take their AVX2 forms.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#define TPSERVE_QUANT_AVX512 1
+#endif

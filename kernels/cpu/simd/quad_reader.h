@@ -9,9 +9,10 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
+#include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#if TPSERVE_QUANT_AVX512
 #include "kernels/cpu/simd/quad_lanes_avx512.h"
 #else
 #include "kernels/cpu/simd/quad_lanes_avx2.h"

@@ -20,9 +20,10 @@
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/matmul_tile.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#if TPSERVE_QUANT_AVX512
 #define TPSERVE_QUANT_PANELS 1
 #include "kernels/cpu/simd/panel_tokens_avx512.h"
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

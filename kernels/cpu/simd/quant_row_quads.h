@@ -30,18 +30,20 @@
 #include "common/dtype.h"
 #include "kernels/cpu/matmul_fixed_point.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd/intrinsics.h"
 #include "kernels/cpu/simd/quant_quad_basics.h"
 #include "kernels/cpu/simd/quant_unpack.h"
 #include "kernels/cpu/simd/tile_prefetch.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+#if TPSERVE_QUANT_AVX512
 #define TPSERVE_QUANT_ROW_QUADS 1
 #define TPSERVE_QUANT_ROW_STREAM 1
-#include "kernels/cpu/simd/kquant_row_stream_avx512.h"
+#include "kernels/cpu/simd/kquant_row_stream.h"
 #include "kernels/cpu/simd/quad_reader.h"
 #include "kernels/cpu/simd/quant_row_stream_avx512.h"
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TPSERVE_QUANT_ROW_QUADS 1
+#include "kernels/cpu/simd/kquant_row_stream.h"
 #include "kernels/cpu/simd/quad_reader.h"
 #endif
 
@@ -78,8 +80,8 @@ void QuadPass(const uint8_t* w, int64_t row_bytes, const BlockQ8Act* act, const 
 // so (576 columns: SmolLM2's attention, gate, up and output projection, 27 -> 14 us in the cache for 576 x 1536);
 // from 1536 columns on its row stream keeps pace with memory and 16 streams did not (1536 x 576: 26 against
 // 34 us), so kSixteenRowsMaxBytes sends those rows to the stream. The K-quants read whole super-blocks instead
-// (kquant_row_stream_avx512.h; 16 rows of QuadReader were slower: four readers' scale state and 16 streams of
-// long rows). The AVX2 level keeps QuadPass (Q5_0 0.91x with 16 rows: 16 ymm registers).
+// (kquant_row_stream.h; 16 rows of QuadReader were slower: four readers' scale state and 16 streams of
+// long rows). The AVX2 level keeps QuadPass for the 32-value types (Q5_0 0.91x with 16 rows: 16 ymm registers).
 #if TPSERVE_QUANT_ROW_STREAM
 template <DType kType>
 inline constexpr bool kSixteenRows = kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
@@ -266,9 +268,9 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   return quads;
 }
 
-// RowsFn (matmul_tile.h). One token: on AVX-512 the K-quants go through their super-block path
-// (kquant_row_stream_avx512.h) and the types and reductions of HasRowStream through the row stream
-// (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get their
+// RowsFn (matmul_tile.h). One token: the K-quants go through their super-block path (kquant_row_stream.h), and on
+// AVX-512 the types and reductions of HasRowStream through the row stream (quant_row_stream_avx512.h), every
+// row, except the sixteen-row types' short rows; the others get their
 // blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for the
 // sixteen-row types. From the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows of the quads
 // are left to the tiles.
@@ -281,10 +283,10 @@ int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const ui
   }
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
   const int64_t num_blocks = cols / kQuantBlock;
-#if TPSERVE_QUANT_ROW_STREAM
   if constexpr (kKQuantStream<kType>) {
     return KQuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
   }
+#if TPSERVE_QUANT_ROW_STREAM
   if constexpr (HasRowStream<kType, typename Sums::Out>()) {
     // The sixteen-row types stream only rows too long for the quads' prefetch to run ahead in address order
     // (the 1B model's 8192 columns: 421 against 329 us; 576 and 1536 columns 1.1-1.7x faster through the quads).
