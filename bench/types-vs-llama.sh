@@ -7,11 +7,22 @@
 # the raw JSON under $RESULTS.
 # Environment: BUILD (build), LLAMA (third_party/llama.cpp/build/bin), TYPES ("Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M
 #              Q5_K_M Q6_K F16 BF16 F32"), ROUNDS (2), THREADS (nproc), RESULTS (bench/results/types_vs_llama),
-#              BENCH_TMP (/tmp/tpserve-bench: the requantized files).
+#              BENCH_TMP (/tmp/tpserve-bench: the requantized files), ISA (unset: each engine's best for this
+#              CPU; avx2: tpserve at TPSERVE_ISA=avx2 beside llama.cpp built for AVX2 alone,
+#              `bench/peers/build-llama-cpp.sh avx2`: what a CPU without AVX-512 gets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LLAMA=${LLAMA:-third_party/llama.cpp/build/bin}
+quantize=$LLAMA/llama-quantize
+if [ "${ISA:-}" = avx2 ]; then
+  export TPSERVE_ISA=avx2
+  quantize=third_party/llama.cpp/build/bin/llama-quantize  # the files are the same whoever quantizes them
+  LLAMA=third_party/llama.cpp/build-avx2/bin
+elif [ -n "${ISA:-}" ]; then
+  echo "types-vs-llama: ISA=$ISA: only avx2 has a peer build" >&2
+  exit 1
+fi
 TYPES=${TYPES:-"Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32"}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-$(nproc)}
@@ -19,8 +30,8 @@ RESULTS=${RESULTS:-bench/results/types_vs_llama}
 tmp=${BENCH_TMP:-/tmp/tpserve-bench}
 source_file=models/SmolLM2-135M-Instruct.Q4_1.gguf
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for tool in llama-bench llama-quantize; do
-  [ -x "$LLAMA/$tool" ] || { echo "types-vs-llama: $LLAMA/$tool missing (bench/peers/build-llama-cpp.sh)" >&2; exit 1; }
+for tool in "$LLAMA/llama-bench" "$quantize"; do
+  [ -x "$tool" ] || { echo "types-vs-llama: $tool missing (bench/peers/build-llama-cpp.sh ${ISA:-})" >&2; exit 1; }
 done
 [ -f "$source_file" ] || scripts/fetch-model.sh
 mkdir -p "$RESULTS" "$tmp"
@@ -30,7 +41,7 @@ file_of() {  # the SmolLM2 file of type $1 (the original for Q4_1)
 }
 for type in $TYPES; do
   out=$(file_of "$type")
-  [ -s "$out" ] || "$LLAMA/llama-quantize" --allow-requantize "$source_file" "$out" "$type" "$THREADS" >/dev/null 2>&1 ||
+  [ -s "$out" ] || "$quantize" --allow-requantize "$source_file" "$out" "$type" "$THREADS" >/dev/null 2>&1 ||
     { echo "types-vs-llama: llama-quantize to $type failed" >&2; exit 1; }
 done
 
@@ -46,12 +57,13 @@ for round in $(seq "$ROUNDS"); do
 done
 
 python3 - "$RESULTS" "$ROUNDS" "$THREADS" $TYPES <<'EOF'
-import json, sys
+import json, os, sys
 results, rounds, threads, types = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 def load(path):
     with open(path) as f:
         return json.load(f)
-print(f"| SmolLM2-135M, {threads} threads | pp512 tok/s tpserve / llama.cpp | pp512 ratio per round | "
+isa = os.environ.get("TPSERVE_ISA")
+print(f"| SmolLM2-135M, {threads} threads{', both engines AVX2' if isa == 'avx2' else ''} | pp512 tok/s tpserve / llama.cpp | pp512 ratio per round | "
       "tg128 tok/s tpserve / llama.cpp | tg128 ratio per round | tg128, % of the bandwidth bound (tpserve) |")
 print("|---|---|---|---|---|---|")
 for t in types:

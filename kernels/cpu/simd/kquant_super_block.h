@@ -1,6 +1,6 @@
 // Internal to the super-block decode path of the K-quants (kquant_row_stream.h), both SIMD levels: the block
 // types, the decode of Q4_K's and Q5_K's 12 packed scale bytes by two byte shuffles (SSSE3: both levels), and
-// the terms a level's GroupTermsOf (kquant_terms_avx512.h, kquant_terms_avx2.h) gives for the eight groups of
+// the terms a level's TermsOf (kquant_terms_avx512.h, kquant_terms_avx2.h) gives for the eight groups of
 // one super-block.
 #pragma once
 

@@ -3,7 +3,7 @@
 // one vector of 32 values (group s in v[s]); a maddubs and a madd with ones per group give each group's two
 // half-groups four lanes each (no pair saturates: values of at most 63, 2 · 63 · 127 < 2^15), two levels of
 // hadd the 16 half-group sums (HalfSums' order), and the scales and products run on the eight groups, in order,
-// in one vector each.
+// in one vector each: DecodeSuperBlock once per super-block, TermsOf once per token that reads it.
 #pragma once
 
 #include <array>
@@ -24,9 +24,9 @@ constexpr int TotalsGroup(int i) {
   return i;
 }
 
-// The half-group (16 values: Q6_K's scale unit) of element e of half-sum vector k: group 4k + e % 4, its first
+// The half-group (16 values: Q6_K's scale unit) of element e of half-sum vector h: group 4h + e % 4, its first
 // (e < 4) or second half.
-constexpr int HalfGroupOf(int k, int e) { return 2 * (4 * k + e % 4) + e / 4; }
+constexpr int HalfGroupOf(int h, int e) { return 2 * (4 * h + e % 4) + e / 4; }
 
 // One super-block of the token as the stream reads it.
 struct KStreamAct {
@@ -47,14 +47,14 @@ void PrepareKStreamActs(const BlockQ8Act* act, int64_t supers, KStreamAct* out) 
       sum[s] = a[s].sum;
     }
     if constexpr (kType == DType::kQ6_K) {
-      for (int k = 0; k < 2; ++k) {
+      for (int h = 0; h < 2; ++h) {
         for (int e = 0; e < 8; ++e) {
-          const int half = HalfGroupOf(k, e);
+          const int half = HalfGroupOf(h, e);
           int32_t total = 0;
           for (int i = 0; i < 16; ++i) total += a[half / 2].qs[16 * (half % 2) + i];
-          bias[k][e] = total * (1 << kBiasShift<kType>);
+          bias[h][e] = total * (1 << kBiasShift<kType>);
         }
-        out[j].bias[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(bias[k]));
+        out[j].bias[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(bias[h]));
       }
     }
     out[j].d = _mm256_load_ps(d);
@@ -99,39 +99,34 @@ template <DType kType>
   }
 }
 
-template <DType kType>
-[[gnu::always_inline]] inline KGroupTerms GroupTermsOf(const uint8_t* blk, const KStreamAct& a, float scale_by) {
-  const __m256 sums_scale = _mm256_set1_ps(scale_by);
+// One super-block's weights decoded for every token that reads it: the eight groups' values (GroupValues) and
+// the products that involve no activation: Q4_K and Q5_K d · scale · sums_scale and −(dmin · min) · sums_scale
+// of the groups in order; Q6_K its int8 scales in HalfSums' order and d · sums_scale.
+struct KWeights {
   __m256i v[8];
-  GroupValues<kType>(blk, v);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i dots[8];  // group s's first half-group in lanes 0-3, its second in 4-7
-  for (int s = 0; s < 8; ++s) dots[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(v[s], a.qs[s]), ones);
-  // HalfSums: vector k holds the first halves of groups 4k..4k + 3 in its low 128 bits, their second halves in
-  // its high.
-  __m256i half[2];
-  for (int k = 0; k < 2; ++k) {
-    half[k] = _mm256_hadd_epi32(_mm256_hadd_epi32(dots[4 * k], dots[4 * k + 1]),
-                                _mm256_hadd_epi32(dots[4 * k + 2], dots[4 * k + 3]));
-  }
-  const auto totals = [&] {
-    return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_permute2x128_si256(half[0], half[1], 0x20),
-                                               _mm256_permute2x128_si256(half[0], half[1], 0x31)));
-  };
+  __m256i q6_scale[2];
+  __m256 scale, offset;
+};
+
+template <DType kType>
+[[gnu::always_inline]] inline KWeights DecodeSuperBlock(const uint8_t* blk, float scale_by) {
+  const __m256 sums_scale = _mm256_set1_ps(scale_by);
+  KWeights k;
+  GroupValues<kType>(blk, k.v);
   if constexpr (kType == DType::kQ6_K) {
     static constexpr auto kOrder = [] {
       std::array<int8_t, 16> order{};
-      for (int k = 0; k < 2; ++k) {
-        for (int e = 0; e < 8; ++e) order[8 * k + e] = static_cast<int8_t>(HalfGroupOf(k, e));
+      for (int h = 0; h < 2; ++h) {
+        for (int e = 0; e < 8; ++e) order[8 * h + e] = static_cast<int8_t>(HalfGroupOf(h, e));
       }
       return order;
     }();
     const __m128i scales =
         _mm_shuffle_epi8(LoadBytes16(blk + offsetof(BlockQ6_K, scales)), LoadBytes16(kOrder.data()));
-    const __m256i scale[2] = {_mm256_cvtepi8_epi32(scales), _mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8))};
-    for (int k = 0; k < 2; ++k) half[k] = _mm256_mullo_epi32(_mm256_sub_epi32(half[k], a.bias[k]), scale[k]);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d))));
-    return {totals(), _mm256_mul_ps(_mm256_mul_ps(d, sums_scale), a.d), _mm256_setzero_ps()};
+    k.q6_scale[0] = _mm256_cvtepi8_epi32(scales);
+    k.q6_scale[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8));
+    k.scale = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d)))), sums_scale);
+    k.offset = _mm256_setzero_ps();
   } else {
     using Block = KBlockOf<kType>;
     static constexpr KScaleTables kTables = MakeKScaleTables({0, 1, 2, 3, 4, 5, 6, 7});
@@ -141,9 +136,32 @@ template <DType kType>
     const auto widen = [](__m128i eight) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(eight)); };
     const __m256 scale = _mm256_mul_ps(d, widen(bytes));
     const __m256 min = _mm256_xor_ps(_mm256_mul_ps(dmin, widen(_mm_srli_si128(bytes, 8))), _mm256_set1_ps(-0.0f));
-    return {totals(), _mm256_mul_ps(_mm256_mul_ps(scale, sums_scale), a.d),  // min: −(dmin · min)
-            _mm256_mul_ps(_mm256_mul_ps(min, sums_scale), a.sum)};
+    k.scale = _mm256_mul_ps(scale, sums_scale);
+    k.offset = _mm256_mul_ps(min, sums_scale);  // min: −(dmin · min)
   }
+  return k;
+}
+
+// The super-block's terms against one token's activations.
+template <DType kType>
+[[gnu::always_inline]] inline KGroupTerms TermsOf(const KWeights& k, const KStreamAct& a) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i dots[8];  // group s's first half-group in lanes 0-3, its second in 4-7
+  for (int s = 0; s < 8; ++s) dots[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(k.v[s], a.qs[s]), ones);
+  // HalfSums: vector h holds the first halves of groups 4h..4h + 3 in its low 128 bits, their second halves in
+  // its high.
+  __m256i half[2];
+  for (int h = 0; h < 2; ++h) {
+    half[h] = _mm256_hadd_epi32(_mm256_hadd_epi32(dots[4 * h], dots[4 * h + 1]),
+                                _mm256_hadd_epi32(dots[4 * h + 2], dots[4 * h + 3]));
+    if constexpr (kType == DType::kQ6_K) {
+      half[h] = _mm256_mullo_epi32(_mm256_sub_epi32(half[h], a.bias[h]), k.q6_scale[h]);
+    }
+  }
+  const __m256 totals = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_permute2x128_si256(half[0], half[1], 0x20),
+                                                            _mm256_permute2x128_si256(half[0], half[1], 0x31)));
+  if constexpr (kType == DType::kQ6_K) return {totals, _mm256_mul_ps(k.scale, a.d), _mm256_setzero_ps()};
+  return {totals, _mm256_mul_ps(k.scale, a.d), _mm256_mul_ps(k.offset, a.sum)};
 }
 
 // A row's fixed-point terms, eight at a time, as int64 (nearest even) added in any order.

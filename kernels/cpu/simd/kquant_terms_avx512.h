@@ -1,7 +1,8 @@
 // Internal to kquant_row_stream.h, the AVX-512 level: the terms of one super-block of Q4_K, Q5_K and Q6_K
 // against one token. Its 128 (Q6_K: 192) value bytes come in two (three) full loads, its eight groups in the
 // halves of four vectors (GroupIn), four VNNI dots give their lanes, one transposing tree (LaneSums) the 16
-// half-group sums, and the scales and products run on all eight groups in one vector (GroupTermsOf).
+// half-group sums, and the scales and products run on all eight groups in one vector: DecodeSuperBlock once per
+// super-block, TermsOf once per token that reads it.
 #pragma once
 
 #include <array>
@@ -86,12 +87,22 @@ inline __m256i GroupTotals(__m512i half_sums) {
   return _mm512_castsi512_si256(_mm512_shuffle_i64x2(pairs, pairs, _MM_SHUFFLE(2, 0, 2, 0)));
 }
 
-template <DType kType>
-[[gnu::always_inline]] inline KGroupTerms GroupTermsOf(const uint8_t* blk, const KStreamAct& a, float scale_by) {
-  const __m512 sums_scale = _mm512_set1_ps(scale_by);
-  using Block = KBlockOf<kType>;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
+// One super-block's weights decoded for every token that reads it: the eight groups' values in the halves of
+// four vectors (GroupIn) and the products that involve no activation: Q4_K and Q5_K [d · scale × 8,
+// −(dmin · min) × 8] · sums_scale in totals order; Q6_K its int8 scales in LaneSums' order and d · sums_scale.
+struct KWeights {
   __m512i v[4];
+  __m512i q6_scale;
+  __m512 scaled;
+};
+
+template <DType kType>
+[[gnu::always_inline]] inline KWeights DecodeSuperBlock(const uint8_t* blk, float scale_by) {
+  using Block = KBlockOf<kType>;
+  const __m512 sums_scale = _mm512_set1_ps(scale_by);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  KWeights k;
+  __m512i* v = k.v;
   if constexpr (kType == DType::kQ6_K) {
     const __m512i qh = _mm512_loadu_si512(blk + offsetof(BlockQ6_K, qh));
     const __m512i bits45 = _mm512_set1_epi8(0x30);
@@ -106,6 +117,14 @@ template <DType kType>
       v[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                                _mm512_srlv_epi16(high, second), bits45, 0xf8);
     }
+    static constexpr auto kOrder = [] {
+      std::array<int8_t, 16> order{};
+      for (int e = 0; e < 16; ++e) order[e] = static_cast<int8_t>(HalfGroupOf<kType>(e));
+      return order;
+    }();
+    k.q6_scale = _mm512_cvtepi8_epi32(
+        _mm_shuffle_epi8(LoadBytes16(blk + offsetof(BlockQ6_K, scales)), LoadBytes16(kOrder.data())));
+    k.scaled = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d)))), sums_scale);
   } else {
     const uint8_t* qs = blk + offsetof(Block, qs);
     for (int i = 0; i < 2; ++i) {
@@ -122,24 +141,6 @@ template <DType kType>
         v[t] = _mm512_mask_add_epi8(v[t], _mm512_test_epi8_mask(qh, bit), v[t], _mm512_set1_epi8(0x10));
       }
     }
-  }
-  __m512i dots[4];
-  for (int t = 0; t < 4; ++t) dots[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[t], a.qs[t]);
-  __m512i half_sums = LaneSums(dots);
-  if constexpr (kType == DType::kQ6_K) {
-    static constexpr auto kOrder = [] {
-      std::array<int8_t, 16> order{};
-      for (int e = 0; e < 16; ++e) order[e] = static_cast<int8_t>(HalfGroupOf<kType>(e));
-      return order;
-    }();
-    const __m512i scale = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(LoadBytes16(blk + offsetof(BlockQ6_K, scales)),
-                                                                LoadBytes16(kOrder.data())));
-    half_sums = _mm512_mullo_epi32(_mm512_sub_epi32(half_sums, a.bias), scale);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(LoadU16(blk + offsetof(BlockQ6_K, d))));
-    const __m256 scale_d = _mm256_mul_ps(_mm256_mul_ps(d, _mm512_castps512_ps256(sums_scale)),
-                                         _mm512_castps512_ps256(a.scales));
-    return {_mm256_cvtepi32_ps(GroupTotals(half_sums)), scale_d, _mm256_setzero_ps()};
-  } else {
     static constexpr KScaleTables kTables = MakeKScaleTables(
         {TotalsGroup<kType>(0), TotalsGroup<kType>(1), TotalsGroup<kType>(2), TotalsGroup<kType>(3),
          TotalsGroup<kType>(4), TotalsGroup<kType>(5), TotalsGroup<kType>(6), TotalsGroup<kType>(7)});
@@ -150,7 +151,23 @@ template <DType kType>
                                               _mm512_castps128_ps512(d_dmin));
     __m512 scaled = _mm512_mul_ps(both, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
     scaled = _mm512_mask_xor_ps(scaled, 0xff00, scaled, _mm512_set1_ps(-0.0f));
-    const __m512 products = _mm512_mul_ps(_mm512_mul_ps(scaled, sums_scale), a.scales);
+    k.scaled = _mm512_mul_ps(scaled, sums_scale);
+  }
+  return k;
+}
+
+// The super-block's terms against one token's activations.
+template <DType kType>
+[[gnu::always_inline]] inline KGroupTerms TermsOf(const KWeights& k, const KStreamAct& a) {
+  __m512i dots[4];
+  for (int t = 0; t < 4; ++t) dots[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k.v[t], a.qs[t]);
+  __m512i half_sums = LaneSums(dots);
+  if constexpr (kType == DType::kQ6_K) {
+    half_sums = _mm512_mullo_epi32(_mm512_sub_epi32(half_sums, a.bias), k.q6_scale);
+    const __m256 scale_d = _mm256_mul_ps(_mm512_castps512_ps256(k.scaled), _mm512_castps512_ps256(a.scales));
+    return {_mm256_cvtepi32_ps(GroupTotals(half_sums)), scale_d, _mm256_setzero_ps()};
+  } else {
+    const __m512 products = _mm512_mul_ps(k.scaled, a.scales);
     return {_mm256_cvtepi32_ps(GroupTotals(half_sums)), _mm512_castps512_ps256(products),
             _mm512_extractf32x8_ps(products, 1)};
   }

@@ -268,24 +268,27 @@ int64_t QuadTokenRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, con
   return quads;
 }
 
-// RowsFn (matmul_tile.h). One token: the K-quants go through their super-block path (kquant_row_stream.h), and on
-// AVX-512 the types and reductions of HasRowStream through the row stream (quant_row_stream_avx512.h), every
-// row, except the sixteen-row types' short rows; the others get their
-// blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for the
-// sixteen-row types. From the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows of the quads
+// RowsFn (matmul_tile.h). The K-quants against one or two tokens go through their super-block path
+// (kquant_row_stream.h), every row. One token: on AVX-512 the types and reductions of HasRowStream through the
+// row stream (quant_row_stream_avx512.h), every row, except the sixteen-row types' short rows; the others get
+// their blocks broadcast (and their biased sums) once, then every whole quad of rows, four quads at a time for
+// the sixteen-row types. From the level's kQuadMinTokens: QuadTokenRows. The last num_rows % 4 rows of the quads
 // are left to the tiles.
 template <DType kType, class Sums>
 int64_t QuadRows(const uint8_t* w, int64_t row_bytes, int64_t num_rows, const uint8_t* x, int64_t x_stride,
                  int64_t num_tokens, int64_t cols, typename Sums::Out* y, int64_t y_stride) {
+  const int64_t num_blocks = cols / kQuantBlock;
+  if constexpr (kKQuantStream<kType>) {
+    if (num_tokens <= kKQuantStreamMaxTokens) {
+      return KQuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, x, x_stride, num_tokens, num_blocks, y,
+                                                        y_stride);
+    }
+  }
   if (num_tokens > 1) {
     if (num_tokens < kQuadMinTokens) return 0;  // all to the tiles
     return QuadTokenRows<kType, typename Sums::Out>(w, row_bytes, num_rows, x, x_stride, num_tokens, cols, y, y_stride);
   }
   const auto* act = reinterpret_cast<const BlockQ8Act*>(x);
-  const int64_t num_blocks = cols / kQuantBlock;
-  if constexpr (kKQuantStream<kType>) {
-    return KQuantRowStream<kType, typename Sums::Out>(w, row_bytes, num_rows, act, num_blocks, y);
-  }
 #if TPSERVE_QUANT_ROW_STREAM
   if constexpr (HasRowStream<kType, typename Sums::Out>()) {
     // The sixteen-row types stream only rows too long for the quads' prefetch to run ahead in address order
