@@ -15,7 +15,7 @@
 // - AVX-512: fixed point Q4_K 29.4-29.9 -> 13.9-14.3, Q6_K 35.9-36.9 -> 14.6-15.2; float Q4_K 27.1 -> 15.5-15.7,
 //   Q6_K 33.4 -> 16.0-16.1.
 // - AVX2: fixed point Q4_K 61.2 -> 37.2, Q5_K 70.7 -> 43.8, Q6_K 83.1 -> 41.5; float Q4_K 50.3-52.3 -> 38.9-39.8,
-//   Q6_K 77.8-87.5 -> 36.0-44.3; 2048 x 8192 from memory 1.5-1.8x.
+//   Q6_K 77.8-87.5 -> 36.0-44.3; 2048 x 8192 from memory 1.5-2.2x.
 // The ISA equality test holds both levels to the portable one bit for bit.
 #pragma once
 
