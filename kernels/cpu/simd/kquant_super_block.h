@@ -10,7 +10,9 @@
 
 #include "common/dtype.h"
 #include "common/quant_block.h"
+#include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/simd/intrinsics.h"
+#include "kernels/cpu/simd/quant_quad_basics.h"
 
 namespace tpserve::internal::TPSERVE_ISA_NS {
 
@@ -59,6 +61,14 @@ inline __m128i KScaleMinBytes(const uint8_t* packed, const KScaleTables& tables)
   const __m128i low = _mm_or_si128(_mm_and_si128(pick_a, LoadBytes16(tables.lo.data())),
                                    _mm_and_si128(_mm_srli_epi16(pick_a, 4), LoadBytes16(tables.hi.data())));
   return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(pick_b, 2), _mm_set1_epi8(0x30)));
+}
+
+// Q6_K's bias term of half-group `half` (16 values) of the super-block's activations a[0..7]: 32 · Σa (its q
+// are stored as w + 32).
+inline int32_t Q6HalfGroupBias(const BlockQ8Act* a, int half) {
+  int32_t sum = 0;
+  for (int i = 0; i < 16; ++i) sum += a[half / 2].qs[16 * (half % 2) + i];
+  return sum * (1 << kBiasShift<DType::kQ6_K>);
 }
 
 }  // namespace tpserve::internal::TPSERVE_ISA_NS

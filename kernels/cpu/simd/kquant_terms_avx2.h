@@ -48,12 +48,7 @@ void PrepareKStreamActs(const BlockQ8Act* act, int64_t supers, KStreamAct* out) 
     }
     if constexpr (kType == DType::kQ6_K) {
       for (int h = 0; h < 2; ++h) {
-        for (int e = 0; e < 8; ++e) {
-          const int half = HalfGroupOf(h, e);
-          int32_t total = 0;
-          for (int i = 0; i < 16; ++i) total += a[half / 2].qs[16 * (half % 2) + i];
-          bias[h][e] = total * (1 << kBiasShift<kType>);
-        }
+        for (int e = 0; e < 8; ++e) bias[h][e] = Q6HalfGroupBias(a, HalfGroupOf(h, e));
         out[j].bias[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(bias[h]));
       }
     }

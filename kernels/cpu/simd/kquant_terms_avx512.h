@@ -58,12 +58,7 @@ void PrepareKStreamActs(const BlockQ8Act* act, int64_t supers, KStreamAct* out) 
       std::memcpy(qs[t] + 32, a[GroupIn<kType>(t, 1)].qs, 32);
     }
     if constexpr (kType == DType::kQ6_K) {
-      for (int e = 0; e < 16; ++e) {
-        const int half = HalfGroupOf<kType>(e);
-        int32_t sum = 0;
-        for (int i = 0; i < 16; ++i) sum += a[half / 2].qs[16 * (half % 2) + i];
-        bias[e] = sum * (1 << kBiasShift<kType>);
-      }
+      for (int e = 0; e < 16; ++e) bias[e] = Q6HalfGroupBias(a, HalfGroupOf<kType>(e));
     }
     for (int i = 0; i < 8; ++i) {
       scales[i] = a[TotalsGroup<kType>(i)].d;
