@@ -3,7 +3,8 @@
 // together, each with its own KV blocks), and the decode step split into compute and all-reduce —
 // each printed beside this machine's limit measured in the same run:
 //   decode:  STREAM triad GB/s ÷ (weight bytes of all ranks + KV bytes read per step) → tokens/s bound
-//   prefill: matmul peak GFLOP/s (the project's MatMul, best of F32/Q8_0 at T=512) ÷ FLOPs per token.
+//   prefill: matmul peak GFLOP/s ÷ FLOPs per token: the project's MatMul at T=512 in the arithmetic of the model's
+//            matrices (PeakTypeOf: Q8_0 for the quantised types, F32 for F32 and F16, BF16 for BF16).
 // Both limits are measured on the cores the run uses (its ranks × threads per rank, at most the host's):
 // one thread cannot stream more than one core's bandwidth, so a 1-thread run is held to a 1-core triad.
 // --tp N (N > 1) re-executes under `mpirun -np N` (as tpserve-run --tp does) after measuring the
@@ -13,6 +14,7 @@
 //                        [--decode-steps 32] [--threads N] [--json OUT]
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -58,6 +60,7 @@ struct Flags {
   int threads = 0;
   std::string json;
   double triad_gbs = 0;    // measured by the launching process (0: measure here)
+  std::string peak_type;   // the type whose MatMul peak bounds prefill (PeakTypeOf), set with matmul_gflops
   double matmul_gflops = 0;
 };
 
@@ -89,11 +92,31 @@ void AddFlags(CLI::App& app, Flags& f) {
   // Set by the launching process for the ranks it re-executes under mpirun (hidden).
   app.add_option("--triad-gbs", f.triad_gbs)->group("");
   app.add_option("--matmul-gflops", f.matmul_gflops)->group("");
+  app.add_option("--peak-type", f.peak_type)->group("");
 }
 
-// Best GFLOP/s of the project's MatMul at T=512 (F32 and Q8_0 weights 2048x2048): the prefill ceiling
-// this code can reach on this machine, measured rather than taken from a datasheet.
-double MeasureMatMulPeakGflops(ThreadPool* pool) {
+// The type whose MatMul peak bounds a model's prefill: the arithmetic its matrices take in the project's MatMul.
+// Every quantised type is an int8 dot with the tokens' Q8 activations, Q8_0's MatMul the fastest of them; F32
+// and F16 weights take f32 fmas (F32's MatMul: an F32 model held to the int8 dot's peak would need more than the
+// F32 FMA peak itself); BF16 its pairs of products (f32 fmas below avx512bf16). The type holding most of the
+// file's matrix bytes decides.
+StatusOr<DType> PeakTypeOf(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelFile> model, ModelFile::Open(path));
+  std::map<DType, uint64_t> bytes;
+  for (const std::string& name : model->weights().Names()) {
+    const TensorInfo* t = model->weights().Find(name);
+    if (t != nullptr && t->shape.size() == 2) bytes[t->type] += t->nbytes;
+  }
+  if (bytes.empty()) return DataLoss(path + ": no matrices");
+  const DType most = std::max_element(bytes.begin(), bytes.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  if (IsQuantized(most)) return DType::kQ8_0;
+  return most == DType::kBF16 ? DType::kBF16 : DType::kF32;
+}
+
+// Best GFLOP/s of the project's MatMul at T=512 on `type` weights 2048x2048: the prefill ceiling this code can
+// reach on this machine in that arithmetic, measured rather than taken from a datasheet.
+double MeasureMatMulPeakGflops(ThreadPool* pool, DType type) {
   constexpr int64_t kRows = 2048, kCols = 2048, kTokens = 512;
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -101,24 +124,20 @@ double MeasureMatMulPeakGflops(ThreadPool* pool) {
   std::vector<float> y(kTokens * kRows);  // [T, rows]
   std::vector<float> src(kCols);          // [cols] one weight row before quantisation
   for (float& v : x) v = dist(rng);
-  double best_gflops = 0;
-  for (DType type : {DType::kF32, DType::kQ8_0}) {
-    const int64_t row_bytes = DTypeRowBytes(type, kCols);
-    std::vector<uint8_t> w(row_bytes * kRows);  // [rows, row_bytes] in `type`
-    for (int64_t r = 0; r < kRows; ++r) {
-      for (float& v : src) v = dist(rng);
-      QuantizeRow(type, src.data(), w.data() + r * row_bytes, kCols);
-    }
-    const WeightMatrix matrix{type, kRows, kCols, w.data()};
-    double best = 1e30;
-    for (int rep = 0; rep < 8; ++rep) {  // best of 8: fewer reps left the peak below what a model's prefill reached
-      const auto t0 = Clock::now();
-      MatMul(matrix, x.data(), kTokens, y.data(), pool);
-      best = std::min(best, Seconds(t0));
-    }
-    best_gflops = std::max(best_gflops, 2.0 * kRows * kCols * kTokens / best / 1e9);
+  const int64_t row_bytes = DTypeRowBytes(type, kCols);
+  std::vector<uint8_t> w(row_bytes * kRows);  // [rows, row_bytes] in `type`
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (float& v : src) v = dist(rng);
+    QuantizeRow(type, src.data(), w.data() + r * row_bytes, kCols);
   }
-  return best_gflops;
+  const WeightMatrix matrix{type, kRows, kCols, w.data()};
+  double best = 1e30;
+  for (int rep = 0; rep < 8; ++rep) {  // best of 8: fewer reps left the peak below what a model's prefill reached
+    const auto t0 = Clock::now();
+    MatMul(matrix, x.data(), kTokens, y.data(), pool);
+    best = std::min(best, Seconds(t0));
+  }
+  return 2.0 * kRows * kCols * kTokens / best / 1e9;
 }
 
 // Multiply-adds per token of the weight matrices (the LM head counted once per sampled token).
@@ -162,8 +181,8 @@ class EngineBench {
     std::printf("weights: %.1f MB all ranks (%.1f MB on rank 0); %.1f M matrix params; KV %.1f KB/position\n",
                 weight_bytes_ / 1e6, weight_bytes_rank0_ / 1e6, (counts_.layer_params + counts_.lm_head_params) / 1e6,
                 counts_.kv_bytes_per_position / 1e3);
-    std::printf("limits: STREAM triad %.2f GB/s, matmul peak %.1f GFLOP/s (measured on the %d core(s) this run uses)\n",
-                flags_.triad_gbs, flags_.matmul_gflops, LimitThreads(flags_));
+    std::printf("limits: STREAM triad %.2f GB/s, %s matmul peak %.1f GFLOP/s (measured on the %d core(s) this run "
+                "uses)\n", flags_.triad_gbs, flags_.peak_type.c_str(), flags_.matmul_gflops, LimitThreads(flags_));
     RETURN_IF_ERROR(Prefill());
     for (int b : flags_.batches) RETURN_IF_ERROR(Decode(b));
     return OkStatus();
@@ -177,11 +196,12 @@ class EngineBench {
     std::snprintf(buf, sizeof(buf),
                   "  \"model\": \"%s\", \"tp\": %d, \"tp_label\": \"%s\", \"threads_per_rank\": %d,\n"
                   "  \"weight_bytes\": %.0f, \"weight_bytes_rank0\": %.0f, \"params\": %.0f,\n"
-                  "  \"triad_gbs\": %.3f, \"matmul_peak_gflops\": %.2f, \"kv_dtype\": \"%s\", "
+                  "  \"triad_gbs\": %.3f, \"matmul_peak_gflops\": %.2f, \"matmul_peak_type\": \"%s\", "
+                  "\"kv_dtype\": \"%s\", "
                   "\"decode_context\": %d,\n",
                   flags_.model.c_str(), flags_.tp, flags_.tp_label.c_str(), threads_, weight_bytes_,
                   weight_bytes_rank0_, counts_.layer_params + counts_.lm_head_params, flags_.triad_gbs,
-                  flags_.matmul_gflops, flags_.kv_dtype.c_str(), flags_.context);
+                  flags_.matmul_gflops, flags_.peak_type.c_str(), flags_.kv_dtype.c_str(), flags_.context);
     out += buf;
     std::snprintf(buf, sizeof(buf),
                   "  \"prefill\": {\"tokens\": %d, \"tok_s\": %.3f, \"gflops\": %.3f, \"bound_tok_s\": %.3f, "
@@ -254,9 +274,9 @@ class EngineBench {
     prefill_gflops_ = prefill_tok_s_ * flops_per_token / 1e9;
     prefill_bound_ = flags_.matmul_gflops * 1e9 / flops_per_token;
     std::printf("prefill pp%d: %.1f tok/s (%.1f GFLOP/s, all-reduce %.1f of %.1f ms); bound %.1f tok/s "
-                "(%.1f GFLOP/s matmul peak / %.2f GFLOP per token) -> %.0f%%\n",
+                "(%.1f GFLOP/s %s matmul peak / %.2f GFLOP per token) -> %.0f%%\n",
                 n, prefill_tok_s_, prefill_gflops_, best_allreduce, prefill_ms_, prefill_bound_, flags_.matmul_gflops,
-                flops_per_token / 1e9, 100.0 * prefill_tok_s_ / prefill_bound_);
+                flags_.peak_type.c_str(), flops_per_token / 1e9, 100.0 * prefill_tok_s_ / prefill_bound_);
     return OkStatus();
   }
 
@@ -315,8 +335,8 @@ class EngineBench {
     decode_.push_back(d);
     char why[160];
     if (d.is_compute_bound) {
-      std::snprintf(why, sizeof(why), "%.1f GFLOP/s matmul peak / %.2f GFLOP per token", flags_.matmul_gflops,
-                    FlopsPerDecodeToken() / 1e9);
+      std::snprintf(why, sizeof(why), "%.1f GFLOP/s %s matmul peak / %.2f GFLOP per token", flags_.matmul_gflops,
+                    flags_.peak_type.c_str(), FlopsPerDecodeToken() / 1e9);
     } else {
       std::snprintf(why, sizeof(why), "%.2f GB/s triad / %.1f MB per step of %d", flags_.triad_gbs,
                     d.bytes_per_step / 1e6, batch);
@@ -416,7 +436,15 @@ int main(int argc, char** argv) {
     // The limits of the cores this run uses (the ranks of a TP group share them).
     ThreadPool pool(LimitThreads(flags));
     if (flags.triad_gbs <= 0) flags.triad_gbs = bench::MeasureTriadGbs(&pool, 5);
-    if (flags.matmul_gflops <= 0) flags.matmul_gflops = MeasureMatMulPeakGflops(&pool);
+    if (flags.matmul_gflops <= 0) {
+      StatusOr<DType> type = PeakTypeOf(flags.model);
+      if (!type.ok()) {
+        std::fprintf(stderr, "tpserve-bench-engine: %s\n", type.status().ToString().c_str());
+        return 1;
+      }
+      flags.peak_type = DTypeName(*type);
+      flags.matmul_gflops = MeasureMatMulPeakGflops(&pool, *type);
+    }
   }
   if (flags.tp > 1 && !IsMpiLaunched()) {
     // Hand the measured limits to the ranks, then become mpirun.
@@ -425,6 +453,8 @@ int main(int argc, char** argv) {
     args.push_back(std::to_string(flags.triad_gbs));
     args.push_back("--matmul-gflops");
     args.push_back(std::to_string(flags.matmul_gflops));
+    args.push_back("--peak-type");
+    args.push_back(flags.peak_type);
     std::vector<char*> new_argv;
     for (std::string& a : args) new_argv.push_back(a.data());
     new_argv.push_back(nullptr);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark of the project on this machine, in one run (20 minutes on 2 quiet cores).
+# `make bench`: every benchmark of the project on this machine, in one run (35 minutes on 2 quiet cores).
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick),
 #     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
@@ -11,9 +11,11 @@
 #  6. serving: bench/serve-sweep.sh (tpserve serve TP 1/2 under tpserve-bench, and llama.cpp's llama-server
 #     under the same load as the peer)
 #  7. the server against the engine alone (bench/serving-vs-engine.sh, TP 1 and 2): one stream's TPOT through
-#     ZeroMQ and the OpenAI gateway beside the engine's batch-1 step, 64 streams beside the engine's prediction
+#     ZeroMQ and the OpenAI gateway beside the engine's batch-1 step, 64 streams beside the engine's prediction;
+#     three rounds and their median ratios
 #  8. every weight type beside llama.cpp at 1 and all threads (bench/types-vs-llama.sh: SmolLM2 requantised
-#     by llama-quantize, pp512 / tg128 of both engines back to back, the bandwidth bound in the same rows)
+#     by llama-quantize, pp512 / tg128 of both engines back to back, the bandwidth bound in the same rows);
+#     three interleaved rounds, as issue 14 measured them, and their median ratios
 #  9. bench/results/summary.md + calibration.json + the H200 projection (bench/summarize.py, which runs
 #     bench/scaling_model.py on this calibration), bench/README.md's tables, the roofline PNG (bench/roofline.py)
 # Environment: BUILD (default build), BENCH_QUICK=1 for a short smoke run (~5 minutes: small sizes, one
@@ -172,7 +174,7 @@ for tp in 1 2; do
     TP=$tp ROUNDS=1 STREAMS=4 OUTPUT_LEN=16 BUILD="$build" RESULTS="$tmp/serving_vs_engine_tp$tp" \
       bench/serving-vs-engine.sh || echo "serving vs engine failed (continuing)"
   else
-    TP=$tp ROUNDS=1 BUILD="$build" RESULTS="$results/serving_vs_engine_tp$tp" bench/serving-vs-engine.sh ||
+    TP=$tp ROUNDS=3 BUILD="$build" RESULTS="$results/serving_vs_engine_tp$tp" bench/serving-vs-engine.sh ||
       echo "serving vs engine failed (continuing)"
   fi
 done
@@ -184,7 +186,7 @@ for t in 1 "$threads"; do
     TYPES=Q4_1 ROUNDS=1 THREADS=$t BUILD="$build" RESULTS="$tmp/types_vs_llama_t$t" bench/types-vs-llama.sh ||
       echo "types bench failed (continuing)"
   else
-    ROUNDS=1 THREADS=$t BUILD="$build" RESULTS="$results/types_vs_llama_t$t" bench/types-vs-llama.sh \
+    ROUNDS=3 THREADS=$t BUILD="$build" RESULTS="$results/types_vs_llama_t$t" bench/types-vs-llama.sh \
       >"$results/types_vs_llama_t$t.md" && cat "$results/types_vs_llama_t$t.md" || echo "types bench failed (continuing)"
   fi
   [ "$t" = "$threads" ] && break

@@ -56,13 +56,14 @@ for round in $(seq "$ROUNDS"); do
 done
 
 python3 - "$RESULTS" "$ROUNDS" "$STREAMS" "$INPUT_LEN" "$OUTPUT_LEN" "$TP" "$THREADS" <<'PY' | tee "$RESULTS/serving_vs_engine.md"
-import json, sys
+import json, statistics, sys
 results, rounds, streams, inp, out, tp, threads = sys.argv[1], *map(int, sys.argv[2:])
 load = lambda name: json.load(open(f"{results}/{name}.json"))
 print(f"TP {tp}, {threads} thread(s) per rank; {inp} prompt / {out} output tokens per request, greedy, ignore_eos\n")
 print("| round | engine step B=1 ms | TPOT ZeroMQ ms | ratio | TPOT HTTP ms | ratio | engine-predicted "
       f"tok/s at {streams} | ZeroMQ tok/s | ratio | HTTP tok/s | ratio |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
+ratios = []  # per round: the four ratios, in the table's order
 for r in range(1, rounds + 1):
     engine = load(f"engine_r{r}")
     step = {d["batch"]: d for d in engine["decode"]}
@@ -76,5 +77,9 @@ for r in range(1, rounds + 1):
         served = load(f"served_r{r}_{streams}_{path}")
         assert served["failed"] == 0, f"round {r} {path}: {served['failed']} failed requests"
         row += [f"{served['output_throughput']:.1f}", f"{served['output_throughput'] / predicted:.2f}x"]
+    ratios.append([float(c[:-1]) for c in row if c.endswith("x")])
     print("| " + " | ".join(row) + " |")
+if rounds > 1:  # the median of each ratio over the rounds: one round's stall on a shared host does not decide
+    med = [f"**{statistics.median(col):.2f}x**" for col in zip(*ratios)]
+    print(f"| median | | | {med[0]} | | {med[1]} | | | {med[2]} | | {med[3]} |")
 PY

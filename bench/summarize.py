@@ -86,8 +86,12 @@ def main():
     peak = fma_peak()
     out = []
     any_run = next(iter(runs.values()))
+    peaks = {}  # the MatMul peak of each arithmetic, from the single-rank runs (the TP runs share the cores)
+    for (model, tp), run in sorted(runs.items(), key=lambda kv: kv[0][1]):
+        peaks.setdefault(run.get("matmul_peak_type") or "F32/Q8_0 best", run["matmul_peak_gflops"])
     out.append(f"Limits measured in the engine runs: STREAM triad {any_run['triad_gbs']:.2f} GB/s, "
-               f"project MatMul peak {any_run['matmul_peak_gflops']:.1f} GFLOP/s"
+               "project MatMul peak (T=512, 2048 x 2048, in the arithmetic of a model's matrices) "
+               + ", ".join(f"{t} {g:.1f}" for t, g in peaks.items()) + " GFLOP/s"
                + (f", F32 FMA peak {peak:.1f} GFLOP/s (kernels bench)" if peak else "") + ".\n")
 
     batches = sorted({d["batch"] for run in runs.values() for d in run["decode"]})
@@ -113,7 +117,9 @@ def main():
                    + " | ".join(cell(decode(run, b)) for b in batches) + f" | {peer_cell} | {ratio_cell} |")
     out.append("")
     out.append("Bounds: decode = min(triad GB/s ÷ (weight + KV bytes read per step) × batch, MatMul peak ÷ 2·params); prefill = MatMul peak ÷ "
-               "FLOPs per token (2·params + attention). llama.cpp: llama-bench on the same file and thread count.")
+               "FLOPs per token (2·params + attention). The MatMul peak is that of the model's arithmetic: Q8_0's for the "
+               "quantised types (an int8 dot with the tokens' Q8 activations), F32's for F32 and F16 weights (f32 fmas), "
+               "BF16's for BF16. llama.cpp: llama-bench on the same file and thread count.")
     rounds = sorted({run.get("rounds", 1) for run in runs.values()})
     out.append(f"Each figure is the median of {' or '.join(map(str, rounds))} round(s) of tpserve-bench-engine, the TP "
                "degrees of a model in turns (bench/median_round.py).\n")

@@ -3,7 +3,8 @@
 # requantized by llama.cpp's own llama-quantize (--allow-requantize, from the Q4_1 file) to each type, then
 # per round and type `llama-bench -p 512 -n 128` and `tpserve-bench-engine --batches 1 --prompt 512
 # --decode-steps 128`, the two engines back to back (interleaved, so both see the same neighbours' load).
-# Prints one markdown table (pp512 and tg128 tok/s of both, ratio tpserve ÷ llama.cpp per round) and keeps
+# Prints one markdown table (pp512 and tg128 tok/s of both, ratio tpserve ÷ llama.cpp per round and their
+# median, tg128 against the bandwidth bound at the median of the runs' triads) and keeps
 # the raw JSON under $RESULTS.
 # Environment: BUILD (build), LLAMA (third_party/llama.cpp/build/bin), TYPES ("Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K_M
 #              Q5_K_M Q6_K F16 BF16 F32"), ROUNDS (2), THREADS (nproc), RESULTS (bench/results/types_vs_llama),
@@ -57,25 +58,35 @@ for round in $(seq "$ROUNDS"); do
 done
 
 python3 - "$RESULTS" "$ROUNDS" "$THREADS" $TYPES <<'EOF'
-import json, os, sys
+import json, os, statistics, sys
 results, rounds, threads, types = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 def load(path):
     with open(path) as f:
         return json.load(f)
+runs = {(t, r): (load(f"{results}/r{r}_{t}_tpserve.json"), load(f"{results}/r{r}_{t}_llamacpp.json"))
+        for t in types for r in range(1, rounds + 1)}
+# One bandwidth for the whole table: the median of every run's triad. Each run measures its own, and on a shared
+# host one reading can be far off (27-36 GB/s at one thread within minutes here), which moved a type's share of
+# the bound more than its speed did.
+triad = statistics.median(ours["triad_gbs"] for ours, _ in runs.values())
 isa = os.environ.get("TPSERVE_ISA")
-print(f"| SmolLM2-135M, {threads} threads{', both engines AVX2' if isa == 'avx2' else ''} | pp512 tok/s tpserve / llama.cpp | pp512 ratio per round | "
-      "tg128 tok/s tpserve / llama.cpp | tg128 ratio per round | tg128, % of the bandwidth bound (tpserve) |")
+print(f"| SmolLM2-135M, {threads} threads{', both engines AVX2' if isa == 'avx2' else ''} | pp512 tok/s tpserve / llama.cpp | "
+      "pp512 ratio per round (median) | tg128 tok/s tpserve / llama.cpp | tg128 ratio per round (median) | "
+      f"tg128, % of the bandwidth bound (median tok/s; triad {triad:.1f} GB/s, the median of the table's runs) |")
 print("|---|---|---|---|---|---|")
 for t in types:
-    pp, tg, fr = [], [], []
+    pp, tg, step_bytes = [], [], []
     for r in range(1, rounds + 1):
-        ours = load(f"{results}/r{r}_{t}_tpserve.json")
-        peer = {("pp" if x["n_gen"] == 0 else "tg"): x["avg_ts"] for x in load(f"{results}/r{r}_{t}_llamacpp.json")}
+        ours, peer_runs = runs[(t, r)]
+        peer = {("pp" if x["n_gen"] == 0 else "tg"): x["avg_ts"] for x in peer_runs}
         d1 = next(d for d in ours["decode"] if d["batch"] == 1)
         pp.append((ours["prefill"]["tok_s"], peer["pp"]))
         tg.append((d1["tok_s"], peer["tg"]))
-        fr.append(d1["fraction"])
+        step_bytes.append(d1["bytes_per_step"])
     cell = lambda xs: ", ".join(f"{a:.0f} / {b:.0f}" for a, b in xs)
-    ratio = lambda xs: ", ".join(f"{a / b:.2f}x" for a, b in xs)
-    print(f"| {t} | {cell(pp)} | {ratio(pp)} | {cell(tg)} | {ratio(tg)} | {', '.join(f'{f:.0%}' for f in fr)} |")
+    ratio = lambda xs: (", ".join(f"{a / b:.2f}x" for a, b in xs)
+                        + (f" (**{statistics.median(a / b for a, b in xs):.2f}x**)" if len(xs) > 1 else ""))
+    bound = triad * 1e9 / statistics.median(step_bytes)
+    share = statistics.median(a for a, _ in tg) / bound
+    print(f"| {t} | {cell(pp)} | {ratio(pp)} | {cell(tg)} | {ratio(tg)} | {share:.0%} |")
 EOF
