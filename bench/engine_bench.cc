@@ -14,11 +14,11 @@
 //                        [--decode-steps 32] [--threads N] [--json OUT]
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>

@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +78,16 @@ def decode(run, batch):
     return None
 
 
+def paired_ratio(d, base):
+    """d's tok/s ÷ base's: the median of the rounds' own ratios where both carry their rounds (bench/median_round.py;
+    the TP degrees of a round run back to back, so each round's pair shares the host's state of the moment), else
+    the ratio of the two figures."""
+    ours, theirs = d.get("rounds_tok_s"), base.get("rounds_tok_s")
+    if ours and theirs and len(ours) == len(theirs):
+        return statistics.median(a / b for a, b in zip(ours, theirs))
+    return d["tok_s"] / base["tok_s"]
+
+
 def main():
     runs = load_engine()
     if not runs:
@@ -125,6 +136,8 @@ def main():
                "degrees of a model in turns (bench/median_round.py).\n")
 
     out.append("### Tensor parallelism: decode scaling (same host; ranks share its cores and memory bandwidth)\n")
+    out.append("Speedup vs TP1: the median of the rounds' own ratios (a round runs the TP degrees back to back); the "
+               "other columns are the median round's.\n")
     out.append("| model | TP | batch | tok/s | speedup vs TP1 | efficiency (speedup ÷ TP) | tok/s per rank "
                "| step ms | all-reduce ms (share) | % of bound |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -134,7 +147,7 @@ def main():
             run = runs[(model, tp)]
             for d in run["decode"]:
                 b = decode(base, d["batch"]) if base else None
-                speedup = d["tok_s"] / b["tok_s"] if b else float("nan")
+                speedup = paired_ratio(d, b) if b else float("nan")
                 out.append(f"| {model} | {run['tp_label']} | {d['batch']} | {d['tok_s']:.1f} | {speedup:.2f} | "
                            f"{speedup / tp:.2f} | {d['tok_s'] / tp:.1f} | {d['step_ms']:.1f} | "
                            f"{d['allreduce_ms']:.2f} ({100 * d['allreduce_share']:.0f}%) | {100 * d['fraction']:.0f}% |")
