@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark of the project on this machine, in one run (35 minutes on 2 quiet cores).
+# `make bench`: every benchmark of the project on this machine, in one run (about 30 minutes on 2 quiet cores).
 #  1. limits: STREAM (tpserve-bench-stream), kernels vs triad / FMA peak (tpserve-bench-kernels --quick),
 #     decode attention vs triad (tpserve-bench-attention --quick)
 #  2. engine: tpserve-bench-engine on SmolLM2 Q4_1 and synthetic F32 / Q8_0 models of 135M and 1B shape,
