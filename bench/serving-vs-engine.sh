@@ -69,15 +69,17 @@ for r in range(1, rounds + 1):
     step = {d["batch"]: d for d in engine["decode"]}
     predicted = out / (inp / engine["prefill"]["tok_s"] + out / step[streams]["tok_s"])
     row = [str(r), f"{step[1]['step_ms']:.2f}"]
+    ratios.append([])
     for path in ("zmq", "http"):
         tpot = load(f"served_r{r}_1_{path}")["tpot_ms"]["median"]
-        row += [f"{tpot:.2f}", f"{tpot / step[1]['step_ms']:.2f}x"]
+        ratios[-1].append(tpot / step[1]["step_ms"])
+        row += [f"{tpot:.2f}", f"{ratios[-1][-1]:.2f}x"]
     row.append(f"{predicted:.1f}")
     for path in ("zmq", "http"):
         served = load(f"served_r{r}_{streams}_{path}")
         assert served["failed"] == 0, f"round {r} {path}: {served['failed']} failed requests"
-        row += [f"{served['output_throughput']:.1f}", f"{served['output_throughput'] / predicted:.2f}x"]
-    ratios.append([float(c[:-1]) for c in row if c.endswith("x")])
+        ratios[-1].append(served["output_throughput"] / predicted)
+        row += [f"{served['output_throughput']:.1f}", f"{ratios[-1][-1]:.2f}x"]
     print("| " + " | ".join(row) + " |")
 if rounds > 1:  # the median of each ratio over the rounds: one round's stall on a shared host does not decide
     med = [f"**{statistics.median(col):.2f}x**" for col in zip(*ratios)]
