@@ -55,6 +55,7 @@ struct FakeWorkerGroupOptions {
   int32_t vocab_size = 64;
   int32_t poison_token = -1;  // a plan carrying this token id is refused with a non-fatal Error
   bool crash_on_first_step = false;  // close the connection instead of answering the first plan
+  int64_t freeze_after_steps = -1;    // >= 0: answer that many plans, then Freeze (a group that hangs later)
   SocketOptions socket;               // e.g. CURVE client keys
 };
 
@@ -158,6 +159,7 @@ class FakeWorkerGroup {
           continue;
         }
         (void)(*socket)->Send({EncodeWorkerMessage(Execute(*plan))}, std::chrono::milliseconds(1000));
+        if (num_steps_.load() == options_.freeze_after_steps) Freeze();
       } else if (auto* heartbeat = std::get_if<HeartbeatMessage>(&*message)) {
         HeartbeatMessage echo = *heartbeat;
         echo.is_echo = true;
