@@ -40,8 +40,8 @@ struct AttendItem {
 
 // Each (token, head) of the item: two passes over its keys first..p in position order (first = 0, or
 // the window's start). Scores q·k in the canonical 16-lane order of the active level's dot_rows
-// (kernels/cpu/simd/canonical_dot.cc), softmax by its exp_scores (PortableExpF, the sum in position
-// order), values accumulated element-wise in position order by its accumulate_rows (one fma per value,
+// (kernels/cpu/simd/canonical_dot.cc), softmax by its exp_scores (PortableExpF, the sum in the same 16
+// lanes and fold), values accumulated element-wise in position order by its accumulate_rows (one fma per value,
 // a token's heads together). A cache of another type is read through the level's dequantize_kv_row into
 // the same arithmetic. Tokens and heads share loads, never arithmetic: a (token, head)'s result is the
 // same in any item.

@@ -314,9 +314,8 @@ TEST_P(IsaEqualityTest, ExpScoresEqualsPortableBitwise) {
   std::mt19937 rng(13);
   const auto want_fn = internal::KernelsFor(Isa::kPortable).exp_scores;
   const auto got_fn = internal::KernelsFor(GetParam()).exp_scores;
-  // One row, 3, 7 and 19 rows (the sums eight rows at a time and the rest), each row its own draw; the rows
-  // n long, or n + r (a prefill's tokens, each attending one key more; eight rows' tails past their common
-  // length).
+  // One row, 3, 7 and 19 rows, each row its own draw; the rows n long, or n + r (a prefill's tokens, each
+  // attending one key more), so that every length's tail of the level's lanes is met.
   for (int64_t rows : {1, 3, 7, 19}) {
     for (bool growing : {false, true}) {
       for (int64_t n = 0; n <= 40; ++n) {
@@ -417,7 +416,8 @@ TEST(IsaSettingTest, NamesLevelsAndRefusesWhatCannotRun) {
 }
 
 // The portable level's exp_scores is PortableExpF written out: the same bits as the shared function,
-// each row's sum in position order (rows of different lengths, more than one group of eight).
+// each row's sum in 16 lanes (lane l: positions l, l + 16, ... in order) folded as Fold16 (rows of
+// different lengths).
 TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
   std::mt19937 rng(15);
   const auto fn = internal::KernelsFor(Isa::kPortable).exp_scores;
@@ -435,9 +435,12 @@ TEST(ExpScoresTest, PortableLevelIsPortableExpFOfTheScaledScoreMinusTheMax) {
     for (int64_t r = 0; r < kRows; row += lengths[r], ++r) {
       float max = -INFINITY;
       for (int64_t j = 0; j < lengths[r]; ++j) max = std::fmax(max, row[j] *= 0.125f);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < lengths[r]; ++j) sum += (row[j] = PortableExpF(row[j] - max));
-      want_sums[r] = sum;
+      float lane[16] = {};
+      for (int64_t j = 0; j < lengths[r]; ++j) lane[j % 16] += (row[j] = PortableExpF(row[j] - max));
+      float b[8], q[4];
+      for (int i = 0; i < 8; ++i) b[i] = lane[i] + lane[i + 8];
+      for (int i = 0; i < 4; ++i) q[i] = b[i] + b[i + 4];
+      want_sums[r] = (q[0] + q[2]) + (q[1] + q[3]);
     }
     fn(s.data(), lengths.data(), kRows, 0.125f, sums.data());
     ASSERT_TRUE(BitwiseEqual(want, s)) << "rep " << rep;
