@@ -209,10 +209,12 @@ Status LlamaModel::LayerForward(const Layer& layer, const ForwardBatch& batch, c
 
   RETURN_IF_ERROR(layer.o.Forward(attn_.data(), num_tokens, h_.data(), pool, comm));
 
-  // The residual, then the feed-forward block's norm, per token.
+  // The residual, then the feed-forward block's norm, token by token (its row still in L1 for the norm).
   ForTokenRows(pool, num_tokens, hidden, [&](int64_t begin, int64_t end) {
-    AddResidual(layer.post_attn_norm, begin, end);
-    RmsNorm(x_.data() + begin * hidden, layer.ffn_norm.data(), end - begin, hidden, config_.rms_eps, h_.data() + begin * hidden);
+    for (int64_t t = begin; t < end; ++t) {
+      AddResidual(layer.post_attn_norm, t, t + 1);
+      RmsNorm(x_.data() + t * hidden, layer.ffn_norm.data(), 1, hidden, config_.rms_eps, h_.data() + t * hidden);
+    }
   });
   float* const gate_up_out[] = {gate_.data(), up_.data()};
   layer.gate_up.Forward(h_.data(), num_tokens, gate_up_out, pool);

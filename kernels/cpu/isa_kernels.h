@@ -35,7 +35,8 @@ struct IsaKernels {
   // One KV cache row of n values of `type` (F32, F16, BF16, Q8_0) as f32: DequantizeRow's bits (dequantize_kv.cc).
   void (*dequantize_kv_row)(DType type, const uint8_t* src, int64_t n, float* dst);
   // Paged attention's softmax numerators in place, for `rows` rows one after another, row r of lengths[r]
-  // scores: per row s[j] = exp(s[j]·scale − max), and sums[r] = Σ s[j] in j order (attention_rows.cc).
+  // scores: per row s[j] = exp(s[j]·scale − max), and sums[r] = Σ s[j] in 16 lanes folded by Fold16
+  // (attention_rows.cc). REQUIRES: scale > 0.
   void (*exp_scores)(float* s, const int64_t* lengths, int64_t rows, float scale, float* sums);
   // For each output o < num_outputs and i < n: out[o][i] = fma(w[o][r], v[r·v_stride + i], out[o][i]) for
   // r < num_rows in order (attention_rows.cc).

@@ -263,6 +263,7 @@ void PagedAttention(const PagedAttentionArgs& args, ThreadPool* pool) {
   CHECK(pool != nullptr);
   CHECK_GT(args.block_size, 0);
   CHECK_GT(args.num_kv_heads, 0);
+  CHECK_GT(args.scale, 0.0f);  // exp_scores scales after taking the max
   CHECK_EQ(args.head_dim % DTypeBlockElems(args.kv_dtype), 0) << DTypeName(args.kv_dtype);
   for (int64_t t = 0; t < args.num_tokens; ++t) {
     CHECK_GE(args.positions[t], 0);

@@ -19,16 +19,16 @@ namespace tpserve::internal::TPSERVE_ISA_NS {
 
 namespace {
 
-// Row s[0, n): s[j] · scale in place, returning the largest (a NaN never wins; -inf for none). The
-// lanes keep their own maxima: max is order-free but for the sign of a zero, and exp(s − ±0) is the same.
-float ScaleAndMax(float* s, int64_t n, float scale) {
+// The largest of s[0, n) (a NaN never wins; -inf for none). The lanes keep their own maxima: max is
+// order-free but for the sign of a zero, and exp(s − ±0) is the same. The scores are scaled after: for a
+// scale > 0, rounding s · scale is monotonic, so the largest scaled score is this max · scale, and the row is
+// read once here and written once by the exp pass (one pass wrote the scaled scores back before).
+float RowMax(const float* s, int64_t n) {
   ExpLanes lane_max = ExpLanes{} - INFINITY;
   int64_t j = 0;
   for (; j + kExpLanes <= n; j += kExpLanes) {
     ExpLanes v;
     std::memcpy(&v, s + j, sizeof v);
-    v = v * scale;
-    std::memcpy(s + j, &v, sizeof v);
     lane_max = v > lane_max ? v : lane_max;
   }
   float max = -INFINITY;
@@ -36,19 +36,16 @@ float ScaleAndMax(float* s, int64_t n, float scale) {
     const float m = reinterpret_cast<const float*>(&lane_max)[l];
     max = m > max ? m : max;
   }
-  for (; j < n; ++j) {
-    s[j] *= scale;
-    max = s[j] > max ? s[j] : max;
-  }
+  for (; j < n; ++j) max = s[j] > max ? s[j] : max;
   return max;
 }
 
-// s[j] = PortableExpF(s[j] − max) over the row, returning its sum in the canonical 16 lanes: the level's
+// s[j] = PortableExpF(s[j] · scale − max) over the row, returning its sum in the canonical 16 lanes: the level's
 // lanes hold kExpLanes of them, so the row's chunks take turns among 16 / kExpLanes accumulators (one on
 // AVX-512, two on AVX2, sixteen single floats on the portable level). A tail's lanes past the row add +0,
 // which changes no sum of exps (never −0). (One f32 add per element in j order was most of this function's
 // time: 4.4 % of a SmolLM2 pp512 at two threads.)
-float ExpRowSum(float* s, int64_t n, float max) {
+float ExpRowSum(float* s, int64_t n, float scale, float max) {
   constexpr int64_t kAccs = 16 / kExpLanes;
   ExpLanes acc[kAccs];
   for (ExpLanes& a : acc) a = ExpLanes{} + 0.0f;
@@ -56,7 +53,7 @@ float ExpRowSum(float* s, int64_t n, float max) {
   for (; j + kExpLanes <= n; j += kExpLanes, ++chunk) {
     ExpLanes v;
     std::memcpy(&v, s + j, sizeof v);
-    v = ExpOfLanes(v - max);
+    v = ExpOfLanes(v * scale - max);
     std::memcpy(s + j, &v, sizeof v);
     acc[chunk % kAccs] += v;
   }
@@ -65,7 +62,7 @@ float ExpRowSum(float* s, int64_t n, float max) {
     std::memcpy(tail, s + j, (n - j) * sizeof(float));
     ExpLanes v;
     std::memcpy(&v, tail, sizeof v);
-    v = ExpOfLanes(v - max);
+    v = ExpOfLanes(v * scale - max);
     std::memcpy(tail, &v, sizeof v);
     std::memcpy(s + j, tail, (n - j) * sizeof(float));
     std::fill(tail + (n - j), tail + kExpLanes, 0.0f);
@@ -136,7 +133,7 @@ void AccumulateColumns(const float* const* w, int64_t num_outputs, const float* 
 
 void ExpScores(float* s, const int64_t* lengths, int64_t rows, float scale, float* sums) {
   for (int64_t r = 0; r < rows; s += lengths[r], ++r) {
-    sums[r] = ExpRowSum(s, lengths[r], ScaleAndMax(s, lengths[r], scale));
+    sums[r] = ExpRowSum(s, lengths[r], scale, RowMax(s, lengths[r]) * scale);
   }
 }
 
